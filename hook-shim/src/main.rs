@@ -1,0 +1,232 @@
+//! `guidebook-hook`: one hook event on stdin, one question to the sidecar, at most one JSON line on stdout. Reads: arguments, stdin, a few environment variables, the sidecar socket. Writes: stdout (the hook output), stderr (diagnostics).
+//!
+//! **Invariant:** it always exits 0 and never runs longer than its timeout, counted from process
+//! start; anything that goes wrong costs the agent a guideline, never a failed tool call.
+
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use guidebook_hook::{client, parse_response, plan, render, request_body, Action, CallLimits};
+
+const DEFAULT_TIMEOUT_MS: u64 = 2000;
+const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+/// Hook events are a few kilobytes; a bigger stdin is not a hook event worth parsing.
+const MAX_STDIN_BYTES: u64 = 16 << 20;
+/// Taken off the remaining budget when telling the sidecar its deadline, so that its answer
+/// still has time to travel back and be printed.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
+
+const HELP: &str = "\
+guidebook-hook: reads one Codex or Claude Code hook event on stdin, asks the Adaptive Guidebook
+sidecar which guidelines apply, and prints at most one line of hook output JSON. Always exits 0.
+
+Usage: guidebook-hook [--socket PATH]
+
+Options:
+  --socket PATH   the sidecar's socket (default: $ADAPTIVE_GUIDEBOOK_SOCKET, else
+                  $ADAPTIVE_GUIDEBOOK_HOME/sidecar.sock, else ~/.adaptive-guidebook/sidecar.sock)
+  -h, --help      print this help
+  -V, --version   print the version
+
+Environment:
+  ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS   the whole run's budget in ms (default 2000)
+";
+
+/// Held while the hook output is printed, so that the watchdog can never end the process
+/// halfway through the line.
+static STDOUT_GATE: Mutex<()> = Mutex::new(());
+
+macro_rules! diag {
+    ($($arg:tt)*) => {
+        eprintln!("guidebook-hook: {}", format_args!($($arg)*))
+    };
+}
+
+fn main() {
+    let started = Instant::now();
+    // A panic must not reach the host as a crash: report it in one line and exit 0.
+    std::panic::set_hook(Box::new(|info| diag!("internal error: {info}")));
+    let _ = std::panic::catch_unwind(|| run(started));
+}
+
+fn run(started: Instant) {
+    let Some(socket_flag) = parse_args() else {
+        return;
+    };
+    let timeout_ms = env_u64("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", DEFAULT_TIMEOUT_MS);
+    // An absurdly large timeout would overflow `Instant`; a day is as good as forever here.
+    let timeout = Duration::from_millis(timeout_ms.min(MAX_TIMEOUT_MS));
+    let deadline = started + timeout;
+    start_watchdog(deadline, timeout);
+
+    let Some(input) = read_stdin() else {
+        return;
+    };
+    let event = match serde_json::from_slice(&input) {
+        Ok(event) => event,
+        Err(e) => {
+            diag!("stdin is not a JSON hook event: {e}");
+            return;
+        }
+    };
+    let action = plan(&event);
+    if action == Action::Nothing {
+        return;
+    }
+    let Some(socket) = socket_flag.or_else(default_socket) else {
+        diag!("no socket: set --socket, ADAPTIVE_GUIDEBOOK_SOCKET or HOME");
+        return;
+    };
+    let exchange = || -> Result<Vec<u8>, client::ClientError> {
+        let mut stream = client::connect(&socket, deadline)?;
+        // The deadline is measured at the moment of sending, after stdin and the connect.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let limits = CallLimits {
+            deadline_ms: millis(left.saturating_sub(DEADLINE_MARGIN)),
+            // The sidecar's `search` takes no token budget yet; sending one would be refused
+            // as an unknown param.
+            max_tokens: None,
+        };
+        let body = request_body(&action, 1, &limits).unwrap_or_default();
+        client::post(&mut stream, &body, deadline)
+    };
+    let body = match exchange() {
+        Ok(body) => body,
+        Err(e) => {
+            diag!("{e} ({})", socket.display());
+            return;
+        }
+    };
+    let result = match parse_response(&body) {
+        Ok(result) => result,
+        Err(e) => {
+            diag!("{e}");
+            return;
+        }
+    };
+    if let Some(line) = render(&action, &result) {
+        print_line(&line, deadline);
+    }
+}
+
+/// Parses the command line. Returns the `--socket` value, if any, or `None` when the process
+/// should stop here (`--help`, `--version`). Unknown arguments are reported and ignored, since
+/// a hook configuration mistake must not fail the agent's tool call.
+fn parse_args() -> Option<Option<PathBuf>> {
+    let mut socket = None;
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.to_str() {
+            Some("-h" | "--help") => {
+                print!("{HELP}");
+                return None;
+            }
+            Some("-V" | "--version") => {
+                println!("guidebook-hook {}", env!("CARGO_PKG_VERSION"));
+                return None;
+            }
+            Some("--socket") => match args.next() {
+                Some(path) => socket = Some(PathBuf::from(path)),
+                None => diag!("--socket needs a path; ignored"),
+            },
+            Some(other) if other.starts_with("--socket=") => {
+                socket = Some(PathBuf::from(&other["--socket=".len()..]));
+            }
+            _ => diag!("unknown argument {arg:?} ignored"),
+        }
+    }
+    Some(socket)
+}
+
+/// The socket when no `--socket` was given: `ADAPTIVE_GUIDEBOOK_SOCKET`, else
+/// `$ADAPTIVE_GUIDEBOOK_HOME/sidecar.sock`, else `$HOME/.adaptive-guidebook/sidecar.sock`.
+fn default_socket() -> Option<PathBuf> {
+    if let Some(socket) = env_nonempty("ADAPTIVE_GUIDEBOOK_SOCKET") {
+        return Some(socket.into());
+    }
+    if let Some(home) = env_nonempty("ADAPTIVE_GUIDEBOOK_HOME") {
+        return Some(PathBuf::from(home).join("sidecar.sock"));
+    }
+    env_nonempty("HOME").map(|home| PathBuf::from(home).join(".adaptive-guidebook/sidecar.sock"))
+}
+
+/// An environment variable, treating an empty value as unset.
+fn env_nonempty(name: &str) -> Option<OsString> {
+    std::env::var_os(name).filter(|value| !value.is_empty())
+}
+
+/// A non-negative integer from the environment, or `default` when unset or unparseable.
+fn env_u64(name: &str, default: u64) -> u64 {
+    let Some(value) = env_nonempty(name) else {
+        return default;
+    };
+    match value.to_str().and_then(|v| v.trim().parse().ok()) {
+        Some(parsed) => parsed,
+        None => {
+            diag!("{name}={value:?} is not a whole number; using {default}");
+            default
+        }
+    }
+}
+
+/// Ends the process, silently and with status 0, once the deadline has passed. The socket
+/// timeouts bound the exchange itself, but not a host that never closes stdin nor a connect
+/// to a listener whose backlog is full; this thread bounds everything.
+fn start_watchdog(deadline: Instant, timeout: Duration) {
+    let spawned = std::thread::Builder::new()
+        .name("watchdog".into())
+        .spawn(move || {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            // Waiting for the gate lets a line already being printed finish whole.
+            let _gate = STDOUT_GATE.lock();
+            diag!("gave up after {} ms", timeout.as_millis());
+            std::process::exit(0);
+        });
+    if let Err(e) = spawned {
+        diag!("cannot start the watchdog: {e}");
+    }
+}
+
+/// Reads all of stdin, or reports why not and returns `None`.
+fn read_stdin() -> Option<Vec<u8>> {
+    let mut input = Vec::new();
+    let read = io::stdin()
+        .lock()
+        .take(MAX_STDIN_BYTES + 1)
+        .read_to_end(&mut input);
+    match read {
+        Err(e) => {
+            diag!("cannot read stdin: {e}");
+            None
+        }
+        Ok(_) if input.len() as u64 > MAX_STDIN_BYTES => {
+            diag!(
+                "stdin is larger than {} MiB; ignored",
+                MAX_STDIN_BYTES >> 20
+            );
+            None
+        }
+        Ok(_) => Some(input),
+    }
+}
+
+/// Prints the hook output, unless the deadline has passed: an answer the host has stopped
+/// waiting for must not appear.
+fn print_line(line: &str, deadline: Instant) {
+    let _gate = STDOUT_GATE.lock();
+    if Instant::now() >= deadline {
+        diag!("answer arrived too late; dropped");
+        return;
+    }
+    let mut stdout = io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
+        diag!("cannot write stdout: {e}");
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

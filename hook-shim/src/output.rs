@@ -1,0 +1,117 @@
+//! Renders sidecar results as hook output JSON, the one line the hook prints. Reads: a JSON-RPC result. Writes: nothing.
+
+use serde_json::Value;
+
+use crate::plan::Action;
+
+/// The first line of the text handed to the agent after an edit.
+pub const CONTEXT_HEADER: &str = "Adaptive Guidebook guidelines relevant to the latest changes:";
+
+/// The hook output for `action` given the sidecar's `result`, or `None` when the hook should
+/// print nothing.
+pub fn render(action: &Action, result: &Value) -> Option<String> {
+    match action {
+        Action::Search { .. } => render_search(result),
+        Action::Nothing | Action::ResetSession { .. } => None,
+    }
+}
+
+/// The `PostToolUse` hook output for a `search` result (an array of `{ "id", "content" }`), or
+/// `None` when there is nothing to show.
+///
+/// The output is exactly
+/// `{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":TEXT}}`, where
+/// TEXT is [`CONTEXT_HEADER`] followed, per guideline, by a blank line, `[id]`, a newline and
+/// the content with trailing whitespace removed. Codex rejects output with unknown keys, so no
+/// other key may appear. Entries without a string `id` and `content` are skipped rather than
+/// failing the whole answer.
+pub fn render_search(guidelines: &Value) -> Option<String> {
+    let mut text = String::from(CONTEXT_HEADER);
+    let mut shown = 0;
+    for guideline in guidelines.as_array()? {
+        let id = guideline.get("id").and_then(Value::as_str);
+        let content = guideline.get("content").and_then(Value::as_str);
+        let (Some(id), Some(content)) = (id, content) else {
+            continue;
+        };
+        text.push_str("\n\n[");
+        text.push_str(id);
+        text.push_str("]\n");
+        text.push_str(content.trim_end());
+        shown += 1;
+    }
+    (shown > 0).then(|| post_tool_use_context(&text))
+}
+
+/// Wraps `text` as `PostToolUse` additional context. The JSON is written by hand, with
+/// serde_json escaping the text, because the key order is part of the contract and serde_json's
+/// default map sorts keys.
+fn post_tool_use_context(text: &str) -> String {
+    let text = Value::String(text.to_owned());
+    format!(
+        r#"{{"hookSpecificOutput":{{"hookEventName":"PostToolUse","additionalContext":{text}}}}}"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn renders_guidelines_in_the_given_order_with_trimmed_content() {
+        let result = json!([
+            {"id": "kotlin-naming", "content": "Use PascalCase for classes.\n"},
+            {"id": "quote\"s", "content": "Line one\n  indented \"quoted\"\t\n\n"}
+        ]);
+        assert_eq!(
+            render_search(&result).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"Adaptive Guidebook guidelines relevant to the latest changes:\n\n[kotlin-naming]\nUse PascalCase for classes.\n\n[quote\"s]\nLine one\n  indented \"quoted\""}}"#
+        );
+    }
+
+    #[test]
+    fn output_round_trips_with_only_the_allowed_keys() {
+        let out = render_search(&json!([{"id": "a", "content": "é ✓ \u{1}"}])).unwrap();
+        let parsed: Value = serde_json::from_str(&out).unwrap();
+        let top = parsed.as_object().unwrap();
+        assert_eq!(top.keys().collect::<Vec<_>>(), ["hookSpecificOutput"]);
+        let specific = top["hookSpecificOutput"].as_object().unwrap();
+        assert_eq!(specific.len(), 2);
+        assert_eq!(specific["hookEventName"], "PostToolUse");
+        assert_eq!(
+            specific["additionalContext"],
+            format!("{CONTEXT_HEADER}\n\n[a]\né ✓ \u{1}")
+        );
+        assert!(!out.contains('\n'), "one compact line");
+    }
+
+    #[test]
+    fn empty_or_invalid_results_render_nothing() {
+        assert_eq!(render_search(&json!([])), None);
+        assert_eq!(render_search(&json!({"id": "a", "content": "b"})), None);
+        assert_eq!(render_search(&json!(null)), None);
+        assert_eq!(
+            render_search(&json!([{"id": "a"}, {"content": "b"}, 3])),
+            None
+        );
+        let partly =
+            render_search(&json!([{"id": 1, "content": "x"}, {"id": "ok", "content": "y"}]));
+        assert!(partly.unwrap().contains("[ok]\\ny"));
+    }
+
+    #[test]
+    fn only_search_renders() {
+        let result = json!([{"id": "a", "content": "b"}]);
+        let search = Action::Search {
+            session_id: "s".into(),
+            filepaths: vec!["/a".into()],
+        };
+        assert!(render(&search, &result).is_some());
+        let reset = Action::ResetSession {
+            session_id: "s".into(),
+        };
+        assert_eq!(render(&reset, &json!({"cleared": 2})), None);
+        assert_eq!(render(&Action::Nothing, &result), None);
+    }
+}

@@ -1,0 +1,371 @@
+//! Finds the files an `apply_patch` call leaves behind, in the patch text, in Codex's result summary and in shell scripts that run `apply_patch`. Reads: the text handed in. Writes: nothing.
+
+use std::ops::Range;
+
+const BEGIN_PATCH: &str = "*** Begin Patch";
+const END_PATCH: &str = "*** End Patch";
+const ADD_FILE: &str = "*** Add File:";
+const UPDATE_FILE: &str = "*** Update File:";
+const MOVE_TO: &str = "*** Move to:";
+const SUMMARY_HEADER: &str = "Success. Updated the following files:";
+
+/// The paths, as written, that exist after `patch` is applied: added files, updated files and
+/// the destinations of moved files, in order of appearance.
+///
+/// A moved file's source and deleted files are left out because they no longer exist. When the
+/// text holds a `*** Begin Patch` line only lines between it and `*** End Patch` count, so that
+/// the heredoc wrapped around a patch cannot contribute; a bare list of headers is accepted too.
+pub(crate) fn patch_targets(patch: &str) -> Vec<&str> {
+    let bounded = patch.lines().any(|line| line.trim() == BEGIN_PATCH);
+    let mut inside = !bounded;
+    let mut targets = Vec::new();
+    // An updated file only counts once we know no `*** Move to:` follows its header.
+    let mut pending_update: Option<&str> = None;
+    for line in patch.lines() {
+        // Hunk lines start with a space, `+` or `-`, and their text may look like a header
+        // (a patch that edits a patch, say). Codex itself only treats other lines as headers.
+        if line.starts_with([' ', '+', '-']) {
+            continue;
+        }
+        let line = line.trim();
+        if line == BEGIN_PATCH {
+            inside = true;
+            continue;
+        }
+        if !inside || !line.starts_with("***") {
+            continue;
+        }
+        if let Some(destination) = header_path(line, MOVE_TO) {
+            pending_update = None;
+            targets.push(destination);
+            continue;
+        }
+        targets.extend(pending_update.take());
+        if line == END_PATCH {
+            inside = !bounded;
+        } else if let Some(path) = header_path(line, ADD_FILE) {
+            targets.push(path);
+        } else if let Some(path) = header_path(line, UPDATE_FILE) {
+            pending_update = Some(path);
+        }
+    }
+    targets.extend(pending_update);
+    targets
+}
+
+/// The path after a header marker, trimmed; `None` if the line is another header or names no path.
+fn header_path<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    line.strip_prefix(marker)
+        .map(str::trim)
+        .filter(|path| !path.is_empty())
+}
+
+/// The added (`A`) and modified (`M`) paths of Codex's `Success. Updated the following files:`
+/// summary, as written. Deleted (`D`) paths are left out; the list ends at the first line that
+/// is not a summary entry, so later output cannot leak in.
+pub(crate) fn summary_targets(summary: &str) -> Vec<&str> {
+    let mut targets = Vec::new();
+    let mut in_summary = false;
+    for line in summary.lines() {
+        let line = line.trim_end();
+        if line.trim_start() == SUMMARY_HEADER {
+            in_summary = true;
+            continue;
+        }
+        if !in_summary || line.is_empty() {
+            continue;
+        }
+        if let Some(path) = line.strip_prefix("A ").or_else(|| line.strip_prefix("M ")) {
+            let path = path.trim();
+            if !path.is_empty() {
+                targets.push(path);
+            }
+        } else if !line.starts_with("D ") {
+            in_summary = false;
+        }
+    }
+    targets
+}
+
+/// One patch that a shell command feeds to `apply_patch`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct ShellPatch<'a> {
+    /// The directory of a leading `cd DIR &&`, unquoted, if there was one: the patch's relative
+    /// paths are relative to it.
+    pub(crate) dir: Option<&'a str>,
+    /// The patch, from `*** Begin Patch` through `*** End Patch`.
+    pub(crate) patch: &'a str,
+}
+
+/// The patches a shell script hands to `apply_patch` (or its alias `applypatch`): as a heredoc
+/// (`apply_patch <<'EOF'`, `<<EOF`, `<<"EOF"`, `<<-EOF`), optionally after `cd DIR &&`, or as a
+/// quoted argument. Text in which no `*** Begin Patch` follows the invocation is ignored, so a
+/// command that merely mentions `apply_patch` (a `grep`, say) yields nothing.
+pub(crate) fn shell_patches(script: &str) -> Vec<ShellPatch<'_>> {
+    let mut patches = Vec::new();
+    let mut line_start = 0;
+    while line_start < script.len() {
+        let line_end = script[line_start..]
+            .find('\n')
+            .map_or(script.len(), |i| line_start + i);
+        let line = &script[line_start..line_end];
+        let Some(at) = invocation(line) else {
+            line_start = line_end + 1;
+            continue;
+        };
+        let dir = cd_prefix(&line[..at]);
+        line_start = match heredoc_delimiter(line) {
+            Some(delimiter) => {
+                let body_start = (line_end + 1).min(script.len());
+                let body_end = heredoc_end(script, body_start, delimiter);
+                if let Some(span) = patch_span(&script[body_start..body_end]) {
+                    let patch = &script[body_start + span.start..body_start + span.end];
+                    patches.push(ShellPatch { dir, patch });
+                }
+                // The heredoc body is data, not commands: go on after its delimiter line.
+                next_line_start(script, body_end)
+            }
+            // Without a heredoc the patch can only be an argument that starts right after the
+            // command word; a patch further down belongs to some other command.
+            None => match patch_span(&script[line_start + at..]).filter(|span| {
+                script[line_start + at..][..span.start]
+                    .matches('\n')
+                    .count()
+                    <= 1
+            }) {
+                Some(span) => {
+                    let (start, end) = (line_start + at + span.start, line_start + at + span.end);
+                    patches.push(ShellPatch {
+                        dir,
+                        patch: &script[start..end],
+                    });
+                    next_line_start(script, end)
+                }
+                None => line_end + 1,
+            },
+        };
+    }
+    patches
+}
+
+/// The offset just past the first newline at or after `at`, or the end of `script`.
+fn next_line_start(script: &str, at: usize) -> usize {
+    script[at..].find('\n').map_or(script.len(), |i| at + i + 1)
+}
+
+/// The byte offset in `line` of an `apply_patch`/`applypatch` command word, if any.
+fn invocation(line: &str) -> Option<usize> {
+    for name in ["apply_patch", "applypatch"] {
+        let mut from = 0;
+        while let Some(i) = line[from..].find(name) {
+            let at = from + i;
+            let before_ok = line[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| c.is_whitespace() || ";&|(`'\"/".contains(c));
+            let after_ok = line[at + name.len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| c.is_whitespace() || ";&|)<'\"".contains(c));
+            if before_ok && after_ok {
+                return Some(at);
+            }
+            from = at + name.len();
+        }
+    }
+    None
+}
+
+/// The heredoc delimiter word on `line`, with its quotes removed. A here-string (`<<<`) is not
+/// a heredoc.
+fn heredoc_delimiter(line: &str) -> Option<&str> {
+    let at = line.find("<<")?;
+    let rest = &line[at + 2..];
+    if rest.starts_with('<') {
+        return None;
+    }
+    let rest = rest.strip_prefix('-').unwrap_or(rest).trim_start();
+    let word = match rest.chars().next()? {
+        quote @ ('\'' | '"') => {
+            let inner = &rest[1..];
+            &inner[..inner.find(quote)?]
+        }
+        _ => {
+            let end = rest
+                .find(|c: char| c.is_whitespace() || ";&|)<>".contains(c))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        }
+    };
+    (!word.is_empty()).then_some(word)
+}
+
+/// Where the heredoc body that starts at `body_start` ends: the start of the line holding only
+/// `delimiter` (leading tabs allowed, for `<<-`), or the end of the script.
+fn heredoc_end(script: &str, body_start: usize, delimiter: &str) -> usize {
+    let mut at = body_start;
+    for line in script[body_start..].split_inclusive('\n') {
+        if line.trim() == delimiter {
+            return at;
+        }
+        at += line.len();
+    }
+    script.len()
+}
+
+/// Where in `text` the patch lies: from its first `*** Begin Patch` through the following
+/// `*** End Patch`, or to the end of `text` if the patch is unterminated.
+fn patch_span(text: &str) -> Option<Range<usize>> {
+    let start = text.find(BEGIN_PATCH)?;
+    let end = text[start..]
+        .find(END_PATCH)
+        .map_or(text.len(), |i| start + i + END_PATCH.len());
+    Some(start..end)
+}
+
+/// The directory of a `cd DIR &&` (or `cd DIR;`) directly before the invocation, unquoted.
+fn cd_prefix(before: &str) -> Option<&str> {
+    let before = before.trim_end();
+    let before = before
+        .strip_suffix("&&")
+        .or_else(|| before.strip_suffix(';'))?;
+    // Only the command right before `apply_patch` matters: `set -e; cd x && apply_patch`.
+    let last = before.rsplit([';', '&', '|', '\n']).next()?.trim();
+    let dir = last.strip_prefix("cd")?;
+    if !dir.starts_with([' ', '\t']) {
+        return None;
+    }
+    let dir = dir.trim();
+    let unquoted = ['\'', '"'].iter().find_map(|&q| {
+        dir.strip_prefix(q)
+            .and_then(|d| d.strip_suffix(q))
+            .filter(|_| dir.len() >= 2)
+    });
+    Some(unquoted.unwrap_or(dir)).filter(|d| !d.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_targets_keep_adds_updates_and_move_destinations() {
+        let patch = "*** Begin Patch\n\
+                     *** Add File: a.txt\n+hello\n\
+                     *** Update File: old.rs\n*** Move to: new.rs\n@@\n-x\n+y\n\
+                     *** Update File: kept.rs\n@@\n- *** Add File: not-a-header\n+z\n*** End of File\n\
+                     *** Delete File: gone.rs\n\
+                     *** End Patch\n";
+        assert_eq!(patch_targets(patch), ["a.txt", "new.rs", "kept.rs"]);
+    }
+
+    #[test]
+    fn patch_targets_ignore_text_outside_the_patch() {
+        let text = "echo '*** Add File: outside'\n*** Update File: before.rs\n\
+                    *** Begin Patch\n*** Update File: inside.rs\n*** End Patch\n\
+                    *** Add File: after.rs\n";
+        assert_eq!(patch_targets(text), ["inside.rs"]);
+    }
+
+    #[test]
+    fn patch_targets_accept_crlf_and_unbounded_headers() {
+        assert_eq!(
+            patch_targets("*** Begin Patch\r\n*** Add File: w.txt\r\n+x\r\n*** End Patch\r\n"),
+            ["w.txt"]
+        );
+        assert_eq!(
+            patch_targets("*** Update File: u.rs\n@@\n-a\n+b\n"),
+            ["u.rs"]
+        );
+        assert!(patch_targets("*** Begin Patch\n*** Delete File: d\n*** End Patch").is_empty());
+    }
+
+    #[test]
+    fn summary_targets_keep_added_and_modified() {
+        let out = "Exit code: 0\nWall time: 0 seconds\nOutput:\n\
+                   Success. Updated the following files:\nA a.rs\nM b/c.rs\nD d.rs\n\nlater text\nA not-summary\n";
+        assert_eq!(summary_targets(out), ["a.rs", "b/c.rs"]);
+        assert!(summary_targets("A looks-like-summary\n").is_empty());
+    }
+
+    #[test]
+    fn shell_heredoc_with_cd_and_quotes() {
+        let script = "cd 'my dir' && apply_patch <<'PATCH'\n*** Begin Patch\n*** Add File: x\n+1\n*** End Patch\nPATCH\n";
+        assert_eq!(
+            shell_patches(script),
+            [ShellPatch {
+                dir: Some("my dir"),
+                patch: "*** Begin Patch\n*** Add File: x\n+1\n*** End Patch"
+            }]
+        );
+    }
+
+    #[test]
+    fn shell_heredoc_variants() {
+        for opener in [
+            "apply_patch <<EOF",
+            "apply_patch <<\"EOF\"",
+            "apply_patch <<-EOF",
+            "applypatch<<'EOF'",
+        ] {
+            let script =
+                format!("{opener}\n*** Begin Patch\n*** Update File: a.rs\n*** End Patch\nEOF\n");
+            let found = shell_patches(&script);
+            assert_eq!(found.len(), 1, "{opener}");
+            assert_eq!(found[0].dir, None);
+            assert_eq!(patch_targets(found[0].patch), ["a.rs"], "{opener}");
+        }
+    }
+
+    #[test]
+    fn shell_script_with_two_patches_and_other_commands() {
+        let script = "set -e\ncd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: one\n+1\n*** End Patch\nEOF\n\
+                      cargo fmt\napply_patch <<'EOF'\n*** Begin Patch\n*** Update File: two\n*** End Patch\nEOF";
+        let found = shell_patches(script);
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            (found[0].dir, patch_targets(found[0].patch)),
+            (Some("sub"), vec!["one"])
+        );
+        assert_eq!(
+            (found[1].dir, patch_targets(found[1].patch)),
+            (None, vec!["two"])
+        );
+    }
+
+    #[test]
+    fn shell_patch_as_argument() {
+        let script = "apply_patch '*** Begin Patch\n*** Add File: arg.txt\n+x\n*** End Patch\n'";
+        let found = shell_patches(script);
+        assert_eq!(found.len(), 1);
+        assert_eq!(patch_targets(found[0].patch), ["arg.txt"]);
+    }
+
+    #[test]
+    fn shell_commands_that_only_mention_apply_patch_yield_nothing() {
+        assert!(shell_patches("grep -rn apply_patch src/").is_empty());
+        assert!(shell_patches(
+            "my_apply_patch_tool <<EOF\n*** Begin Patch\n*** Add File: x\n*** End Patch\nEOF"
+        )
+        .is_empty());
+        assert!(shell_patches(
+            "cat <<EOF > notes.md\n*** Begin Patch\n*** Add File: x\n*** End Patch\nEOF"
+        )
+        .is_empty());
+        assert!(shell_patches("apply_patch <<<\"nope\"").is_empty());
+        assert!(shell_patches(
+            "apply_patch --help\necho\ncat <<EOF\n*** Begin Patch\n*** Add File: x\nEOF"
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn cd_prefix_forms() {
+        assert_eq!(cd_prefix("cd backend && "), Some("backend"));
+        assert_eq!(cd_prefix("set -e; cd \"a b\"; "), Some("a b"));
+        assert_eq!(cd_prefix("cd /abs &&"), Some("/abs"));
+        assert_eq!(cd_prefix("echo hi && "), None);
+        assert_eq!(cd_prefix(""), None);
+        assert_eq!(cd_prefix("cdx && "), None);
+    }
+}

@@ -1,0 +1,488 @@
+//! Decides what to ask the sidecar for one hook event (Codex or Claude Code). Reads: the event JSON. Writes: nothing.
+
+use serde_json::Value;
+
+use crate::patch::{patch_targets, shell_patches, summary_targets};
+use crate::paths::{resolve, resolve_dir};
+
+/// What the sidecar should be asked after one hook event.
+///
+/// The enum is deliberately exhaustive: when a variant is added (recording breaker errors,
+/// checking a halt), every caller has to decide what it means for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// The event needs no sidecar call and the hook prints nothing.
+    Nothing,
+    /// Ask `search` for guidelines about files the agent just changed.
+    Search {
+        session_id: String,
+        /// Absolute, lexically normalised, deduplicated, in order of first appearance.
+        filepaths: Vec<String>,
+    },
+    /// Ask `resetSession` to forget what the session was shown, because the agent's context
+    /// was compacted or cleared and no longer holds those guidelines.
+    ResetSession { session_id: String },
+}
+
+impl Action {
+    /// The JSON-RPC method this action calls, or `None` for [`Action::Nothing`].
+    pub fn method(&self) -> Option<&'static str> {
+        match self {
+            Action::Nothing => None,
+            Action::Search { .. } => Some("search"),
+            Action::ResetSession { .. } => Some("resetSession"),
+        }
+    }
+}
+
+/// Shell tool names under which Codex (and Claude Code) report a command run.
+const SHELL_TOOLS: [&str; 5] = [
+    "Bash",
+    "shell",
+    "local_shell",
+    "exec_command",
+    "shell_command",
+];
+/// Claude Code's file-editing tools; each names its file in `tool_input.file_path`.
+const CLAUDE_EDIT_TOOLS: [&str; 3] = ["Edit", "Write", "MultiEdit"];
+
+/// Decides what to ask the sidecar for one hook event, as read from the hook's stdin.
+///
+/// - `PostToolUse` of a file-changing tool (Codex `apply_patch`, a shell command that pipes a
+///   patch into `apply_patch`, Claude Code `Edit`/`Write`/`MultiEdit`) → [`Action::Search`]
+///   over the files that exist after the change;
+/// - `SessionStart` with `source` `compact` or `clear`, and Codex `PostCompact` →
+///   [`Action::ResetSession`];
+/// - anything else, an event without a `session_id`, or a change whose files cannot be named
+///   as absolute paths → [`Action::Nothing`].
+pub fn plan(event: &Value) -> Action {
+    let Some(session_id) = str_field(event, "session_id").filter(|s| !s.is_empty()) else {
+        return Action::Nothing;
+    };
+    let session_id = session_id.to_owned();
+    match str_field(event, "hook_event_name") {
+        Some("PostToolUse") => {
+            let filepaths = changed_files(event);
+            if filepaths.is_empty() {
+                Action::Nothing
+            } else {
+                Action::Search {
+                    session_id,
+                    filepaths,
+                }
+            }
+        }
+        Some("SessionStart") => match str_field(event, "source") {
+            Some("compact" | "clear") => Action::ResetSession { session_id },
+            _ => Action::Nothing,
+        },
+        Some("PostCompact") => Action::ResetSession { session_id },
+        _ => Action::Nothing,
+    }
+}
+
+/// The absolute paths of the files a `PostToolUse` event's tool call created or modified,
+/// deduplicated, in order of first appearance. Deleted files and the old names of moved files
+/// are not included; relative paths that cannot be resolved are dropped.
+pub fn changed_files(event: &Value) -> Vec<String> {
+    let cwd = str_field(event, "cwd");
+    let tool_input = event.get("tool_input");
+    let mut found = FoundPaths::default();
+    match str_field(event, "tool_name") {
+        Some("apply_patch") => {
+            for patch in command_texts(tool_input) {
+                found.add_all(cwd, patch_targets(patch));
+            }
+            if let Some(summary) = tool_response_text(event.get("tool_response")) {
+                found.add_all(cwd, summary_targets(&summary));
+            }
+        }
+        Some(name) if SHELL_TOOLS.contains(&name) => {
+            // Codex's shell tool can run in a `workdir` other than the session's `cwd`.
+            let workdir = tool_input
+                .and_then(|input| str_field(input, "workdir"))
+                .map(|dir| resolve_dir(cwd, dir));
+            let base = workdir.unwrap_or_else(|| cwd.map(str::to_owned));
+            shell_changed_files(tool_input, base.as_deref(), &mut found);
+        }
+        Some(name) if CLAUDE_EDIT_TOOLS.contains(&name) => {
+            let file = tool_input
+                .and_then(|input| str_field(input, "file_path"))
+                .or_else(|| {
+                    let response = event.get("tool_response")?;
+                    str_field(response, "filePath")
+                });
+            found.add_all(cwd, file);
+        }
+        _ => {}
+    }
+    found.paths
+}
+
+/// Collects resolved paths without duplicates. A linear search is fine: a tool call touches a
+/// handful of files, and it keeps the order the agent wrote them in.
+#[derive(Default)]
+struct FoundPaths {
+    paths: Vec<String>,
+}
+
+impl FoundPaths {
+    fn add_all<'a>(&mut self, base: Option<&str>, raw: impl IntoIterator<Item = &'a str>) {
+        for path in raw {
+            if let Some(path) = resolve(base, path) {
+                if !self.paths.contains(&path) {
+                    self.paths.push(path);
+                }
+            }
+        }
+    }
+}
+
+/// The files changed by `apply_patch` runs inside a shell command. The command is a string, or
+/// an argv array: either `["apply_patch", PATCH]` itself or a shell invocation such as
+/// `["bash", "-lc", SCRIPT]`, whose elements are each searched.
+fn shell_changed_files(tool_input: Option<&Value>, base: Option<&str>, found: &mut FoundPaths) {
+    let command = tool_input.and_then(|input| match input {
+        Value::Object(_) => input.get("command").or_else(|| input.get("cmd")),
+        _ => Some(input),
+    });
+    let scripts: Vec<&str> = match command {
+        Some(Value::String(script)) => vec![script],
+        Some(Value::Array(argv)) => {
+            let argv: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
+            if let [program, patch, ..] = argv[..] {
+                if matches!(program, "apply_patch" | "applypatch") {
+                    found.add_all(base, patch_targets(patch));
+                    return;
+                }
+            }
+            argv
+        }
+        _ => Vec::new(),
+    };
+    for script in scripts {
+        for shell_patch in shell_patches(script) {
+            let dir_base = match shell_patch.dir {
+                Some(dir) => resolve_dir(base, dir),
+                None => base.map(str::to_owned),
+            };
+            found.add_all(dir_base.as_deref(), patch_targets(shell_patch.patch));
+        }
+    }
+}
+
+/// The texts that may hold an `apply_patch` patch: `tool_input.command` (a string, or each
+/// string of an array), or `tool_input` itself when it is a string.
+fn command_texts(tool_input: Option<&Value>) -> Vec<&str> {
+    let command = match tool_input {
+        Some(Value::Object(input)) => input
+            .get("command")
+            .or_else(|| input.get("input"))
+            .or_else(|| input.get("patch")),
+        other => other,
+    };
+    match command {
+        Some(Value::String(text)) => vec![text.as_str()],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The text that holds `apply_patch`'s summary. Today's Codex sends a plain string (with
+/// `Exit code:`/`Wall time:`/`Output:` lines first); older builds sent a JSON document, as a
+/// string, whose `output` field holds it; an actual object with `output` is accepted as well.
+fn tool_response_text(response: Option<&Value>) -> Option<String> {
+    match response? {
+        Value::String(text) => {
+            if text.trim_start().starts_with('{') {
+                if let Ok(Value::Object(legacy)) = serde_json::from_str::<Value>(text) {
+                    if let Some(Value::String(output)) = legacy.get("output") {
+                        return Some(output.clone());
+                    }
+                }
+            }
+            Some(text.clone())
+        }
+        Value::Object(object) => object
+            .get("output")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        _ => None,
+    }
+}
+
+fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Parses a fixture from `tests/fixtures/hooks/` at the workspace root.
+    macro_rules! fixture {
+        ($name:literal) => {
+            serde_json::from_str::<Value>(include_str!(concat!(
+                "../../tests/fixtures/hooks/",
+                $name
+            )))
+            .expect(concat!("fixture ", $name, " is valid JSON"))
+        };
+    }
+
+    const CODEX_SESSION: &str = "019a3c2e-5b7d-7f21-9c4e-2f1d8a6b0c11";
+    const CLAUDE_SESSION: &str = "5f0c7e2a-9b1d-4c3e-8a7f-1e2d3c4b5a69";
+
+    fn search(session_id: &str, paths: &[&str]) -> Action {
+        Action::Search {
+            session_id: session_id.to_owned(),
+            filepaths: paths.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn codex_apply_patch_add() {
+        assert_eq!(
+            plan(&fixture!("post_tool_use_apply_patch_add.json")),
+            search(
+                CODEX_SESSION,
+                &["/home/dev/proj/src/main/kotlin/com/acme/Foo.kt"]
+            )
+        );
+    }
+
+    #[test]
+    fn codex_apply_patch_modify() {
+        assert_eq!(
+            plan(&fixture!("post_tool_use_apply_patch_modify.json")),
+            search(CODEX_SESSION, &["/home/dev/proj/README.md"])
+        );
+    }
+
+    #[test]
+    fn codex_apply_patch_delete_only_asks_nothing() {
+        assert_eq!(
+            plan(&fixture!("post_tool_use_apply_patch_delete.json")),
+            Action::Nothing
+        );
+    }
+
+    #[test]
+    fn codex_apply_patch_legacy_structured_response() {
+        assert_eq!(
+            plan(&fixture!(
+                "post_tool_use_apply_patch_legacy_structured_response.json"
+            )),
+            search(
+                CODEX_SESSION,
+                &["/home/dev/proj/src/lib.rs", "/home/dev/proj/Cargo.toml"]
+            )
+        );
+    }
+
+    #[test]
+    fn codex_apply_patch_move_with_relative_and_absolute_paths() {
+        assert_eq!(
+            plan(&fixture!(
+                "codex_post_tool_use_apply_patch_move_mixed_paths.json"
+            )),
+            search(
+                CODEX_SESSION,
+                &[
+                    "/home/dev/shared/config/app.yaml",
+                    "/home/dev/proj/docs/guide.md",
+                    "/home/dev/proj/src/new_name.py",
+                    "/home/dev/lib/util.py",
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn codex_bash_heredoc_resolves_against_cd_dir() {
+        assert_eq!(
+            plan(&fixture!(
+                "codex_post_tool_use_bash_apply_patch_heredoc.json"
+            )),
+            search(
+                CODEX_SESSION,
+                &[
+                    "/home/dev/proj/backend/app/orders.py",
+                    "/home/dev/proj/backend/tests/test_orders.py",
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn codex_shell_argv_heredoc_resolves_against_workdir() {
+        assert_eq!(
+            plan(&fixture!("codex_post_tool_use_shell_apply_patch_argv.json")),
+            search(
+                CODEX_SESSION,
+                &["/home/dev/proj/crates/server/src/server.rs"]
+            )
+        );
+    }
+
+    #[test]
+    fn codex_bash_without_patch_asks_nothing() {
+        assert_eq!(
+            plan(&fixture!("codex_post_tool_use_bash_no_patch.json")),
+            Action::Nothing
+        );
+    }
+
+    #[test]
+    fn codex_post_compact_resets() {
+        assert_eq!(
+            plan(&fixture!("codex_post_compact.json")),
+            Action::ResetSession {
+                session_id: CODEX_SESSION.to_owned()
+            }
+        );
+    }
+
+    #[test]
+    fn claude_edit_write_multiedit() {
+        assert_eq!(
+            plan(&fixture!("claude_post_tool_use_edit.json")),
+            search(CLAUDE_SESSION, &["/home/dev/proj/src/api/handlers.ts"])
+        );
+        assert_eq!(
+            plan(&fixture!("claude_post_tool_use_write.json")),
+            search(CLAUDE_SESSION, &["/home/dev/proj/scripts/deploy.sh"])
+        );
+        assert_eq!(
+            plan(&fixture!("claude_post_tool_use_multiedit.json")),
+            search(
+                CLAUDE_SESSION,
+                &["/home/dev/proj/app/src/main/kotlin/com/acme/OrderService.kt"]
+            )
+        );
+    }
+
+    #[test]
+    fn claude_read_asks_nothing() {
+        assert_eq!(
+            plan(&fixture!("claude_post_tool_use_read.json")),
+            Action::Nothing
+        );
+    }
+
+    #[test]
+    fn session_start_resets_only_after_compact_or_clear() {
+        assert_eq!(
+            plan(&fixture!("claude_session_start_compact.json")),
+            Action::ResetSession {
+                session_id: CLAUDE_SESSION.to_owned()
+            }
+        );
+        assert_eq!(
+            plan(&fixture!("claude_session_start_startup.json")),
+            Action::Nothing
+        );
+        let clear =
+            json!({"session_id": "s", "hook_event_name": "SessionStart", "source": "clear"});
+        assert_eq!(
+            plan(&clear),
+            Action::ResetSession {
+                session_id: "s".into()
+            }
+        );
+    }
+
+    #[test]
+    fn claude_relative_file_path_resolves_against_cwd() {
+        let event = json!({"session_id": "s", "cwd": "/w/p", "hook_event_name": "PostToolUse",
+            "tool_name": "Edit", "tool_input": {"file_path": "./src/../lib/a.py"}});
+        assert_eq!(plan(&event), search("s", &["/w/p/lib/a.py"]));
+    }
+
+    #[test]
+    fn patch_and_summary_are_united_in_order_of_first_appearance() {
+        let event = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse",
+            "tool_name": "apply_patch",
+            "tool_input": {"command": "*** Begin Patch\n*** Update File: b.rs\n*** Add File: a.rs\n+x\n*** End Patch"},
+            "tool_response": "Success. Updated the following files:\nA a.rs\nA c.rs\nM b.rs\n"});
+        assert_eq!(
+            plan(&event),
+            search("s", &["/p/b.rs", "/p/a.rs", "/p/c.rs"])
+        );
+    }
+
+    #[test]
+    fn apply_patch_input_and_response_shapes_are_tolerated() {
+        let as_string = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse",
+            "tool_name": "apply_patch", "tool_input": "*** Begin Patch\n*** Add File: x.rs\n*** End Patch"});
+        assert_eq!(plan(&as_string), search("s", &["/p/x.rs"]));
+        let object_response = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse",
+            "tool_name": "apply_patch", "tool_input": {},
+            "tool_response": {"output": "Success. Updated the following files:\nM y.rs\n"}});
+        assert_eq!(plan(&object_response), search("s", &["/p/y.rs"]));
+        let unparseable_legacy = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse",
+            "tool_name": "apply_patch", "tool_input": null,
+            "tool_response": "{not json\nSuccess. Updated the following files:\nA z.rs"});
+        assert_eq!(plan(&unparseable_legacy), search("s", &["/p/z.rs"]));
+    }
+
+    #[test]
+    fn relative_paths_without_absolute_cwd_are_dropped() {
+        let event = json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "apply_patch",
+            "tool_input": {"command": "*** Begin Patch\n*** Add File: rel.rs\n*** Add File: /abs/x.rs\n*** End Patch"}});
+        assert_eq!(plan(&event), search("s", &["/abs/x.rs"]));
+        let relative_cwd = json!({"session_id": "s", "cwd": "proj", "hook_event_name": "PostToolUse",
+            "tool_name": "Write", "tool_input": {"file_path": "a.txt"}});
+        assert_eq!(plan(&relative_cwd), Action::Nothing);
+    }
+
+    #[test]
+    fn shell_cd_to_absolute_dir_and_argv_patch() {
+        let event = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse", "tool_name": "local_shell",
+            "tool_input": {"command": "cd /other/repo && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: n.rs\n*** End Patch\nEOF"}});
+        assert_eq!(plan(&event), search("s", &["/other/repo/n.rs"]));
+        let argv = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse", "tool_name": "shell",
+            "tool_input": {"command": ["apply_patch", "*** Begin Patch\n*** Update File: m.rs\n*** End Patch"]}});
+        assert_eq!(plan(&argv), search("s", &["/p/m.rs"]));
+    }
+
+    #[test]
+    fn events_without_a_session_or_of_other_kinds_ask_nothing() {
+        let mut event = fixture!("post_tool_use_apply_patch_add.json");
+        event["session_id"] = json!("");
+        assert_eq!(plan(&event), Action::Nothing);
+        event.as_object_mut().unwrap().remove("session_id");
+        assert_eq!(plan(&event), Action::Nothing);
+
+        let mut pre = fixture!("post_tool_use_apply_patch_add.json");
+        pre["hook_event_name"] = json!("PreToolUse");
+        assert_eq!(plan(&pre), Action::Nothing);
+
+        assert_eq!(plan(&json!([])), Action::Nothing);
+        assert_eq!(
+            plan(&json!({"session_id": "s", "hook_event_name": "Stop"})),
+            Action::Nothing
+        );
+        assert_eq!(
+            plan(
+                &json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse",
+                "tool_name": "Grep", "tool_input": {"file_path": "/p/a"}})
+            ),
+            Action::Nothing
+        );
+    }
+
+    #[test]
+    fn action_methods() {
+        assert_eq!(Action::Nothing.method(), None);
+        assert_eq!(search("s", &["/a"]).method(), Some("search"));
+        assert_eq!(
+            Action::ResetSession {
+                session_id: "s".into()
+            }
+            .method(),
+            Some("resetSession")
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! `guidebook explain --session ID FILE...`: which guidelines apply to and match each file, as a
+//! table (or the raw result with `--json`). Asks the running sidecar; when none runs, evaluates
+//! in-process against the same guidebook and database. Records nothing.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::client::{call, CallError};
+use super::CliError;
+use crate::config::Settings;
+use crate::engine::Engine;
+use crate::rpc::explain::{self, Explanation};
+
+pub fn run(
+    settings: &Settings,
+    session: Option<String>,
+    json: bool,
+    files: Vec<PathBuf>,
+) -> Result<ExitCode, CliError> {
+    let cwd = std::env::current_dir().map_err(|source| CliError::Io {
+        doing: "reading the current directory".into(),
+        source,
+    })?;
+    let filepaths: Vec<String> = files
+        .into_iter()
+        .map(|f| cwd.join(f).display().to_string())
+        .collect();
+    let params = serde_json::json!({"filepaths": filepaths, "sessionId": session});
+    let explanation: Explanation = match call(settings, "explain", params, Duration::from_secs(10)) {
+        Ok(v) => serde_json::from_value(v)
+            .map_err(|e| CliError::Sidecar(format!("unexpected explain answer: {e}")))?,
+        Err(CallError::Unreachable(why)) => {
+            eprintln!("guidebook: {why}; evaluating in-process");
+            let engine = Engine::open(settings.clone())?;
+            explain::handle(
+                &engine,
+                explain::Params {
+                    filepaths,
+                    session_id: session,
+                },
+            )
+            .map_err(|e| CliError::Sidecar(e.to_string()))?
+        }
+        Err(CallError::Failed(e)) => return Err(e),
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&explanation).unwrap_or_default()
+        );
+    } else {
+        print!("{}", table(&explanation));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row per (file, matching guideline); a file without matches gets one row that says why.
+fn table(e: &Explanation) -> String {
+    let presented = |id: &str| {
+        e.guidelines
+            .iter()
+            .any(|g| g.id == id && g.already_presented)
+    };
+    let mut rows = vec![[
+        "FILE".to_string(),
+        "REPOSITORY".into(),
+        "LANGUAGE".into(),
+        "GUIDELINE".into(),
+        "LINE".into(),
+        "PATTERN".into(),
+    ]];
+    for f in &e.files {
+        let repo = f.repository.clone().unwrap_or_else(|| "-".into());
+        let lang = f.language.clone().unwrap_or_else(|| "-".into());
+        if let Some(why) = &f.skipped {
+            rows.push([f.path.clone(), repo.clone(), lang.clone(), format!("(skipped: {why})"), String::new(), String::new()]);
+        } else if f.matches.is_empty() {
+            rows.push([f.path.clone(), repo.clone(), lang.clone(), "(no match)".into(), String::new(), String::new()]);
+        }
+        for m in &f.matches {
+            let id = if presented(&m.id) {
+                format!("{} (already presented)", m.id)
+            } else {
+                m.id.clone()
+            };
+            rows.push([f.path.clone(), repo.clone(), lang.clone(), id, m.line.to_string(), m.pattern.clone()]);
+        }
+    }
+    let mut widths = [0usize; 6];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,119 @@
+//! The `guidebook` command line: flags shared by every subcommand, one file per subcommand,
+//! and the error type they return. `main` only parses, sets up tracing and calls [`run`].
+
+mod check;
+mod client;
+mod explain;
+mod serve;
+mod status;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::config::{ConfigError, Overrides, Settings};
+
+#[derive(Debug, Parser)]
+#[command(name = "guidebook", version, about = "Adaptive Guidebook: team guidelines for coding agents at the moment of change")]
+pub struct Cli {
+    /// The sidecar's Unix socket [env: ADAPTIVE_GUIDEBOOK_SOCKET]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// The SQLite database [env: ADAPTIVE_GUIDEBOOK_DB]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// The guidebook root holding guideline.yaml files [env: ADAPTIVE_GUIDEBOOK_ROOT]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub guidebook_root: Option<PathBuf>,
+    /// The feature flags file [env: ADAPTIVE_GUIDEBOOK_FLAGS]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub flags: Option<PathBuf>,
+    /// The config file [env: ADAPTIVE_GUIDEBOOK_CONFIG]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the sidecar in the foreground until SIGTERM or SIGINT.
+    Serve {
+        /// Log format on stderr.
+        #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
+    },
+    /// Validate every guideline.yaml under DIR (default: the guidebook root); exit 1 on any error.
+    Check {
+        dir: Option<PathBuf>,
+    },
+    /// Show which guidelines apply to and match FILEs, and why. Records nothing.
+    Explain {
+        /// Also show whether each guideline was already presented in this session.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Print the raw `explain` result as JSON.
+        #[arg(long)]
+        json: bool,
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Show the running sidecar's status.
+    Status {
+        /// Print the raw `status` result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// What a subcommand can fail with. Each variant's text is printed as is.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Socket(#[from] crate::server::SocketError),
+    #[error("{doing}: {source}")]
+    Io {
+        doing: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Sidecar(String),
+}
+
+impl Cli {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            socket: self.socket.clone(),
+            db: self.db.clone(),
+            guidebook_root: self.guidebook_root.clone(),
+            flags: self.flags.clone(),
+            config: self.config.clone(),
+        }
+    }
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    let settings = Settings::resolve(&cli.overrides())?;
+    match cli.command {
+        Command::Serve { .. } => serve::run(settings),
+        Command::Check { dir } => Ok(check::run(&settings, dir)),
+        Command::Explain {
+            session,
+            json,
+            files,
+        } => explain::run(&settings, session, json, files),
+        Command::Status { json } => status::run(&settings, json),
+    }
+}

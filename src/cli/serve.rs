@@ -1,0 +1,89 @@
+//! `guidebook serve`: installs the sample guidebook on first run, opens the engine, binds the
+//! socket, reloads the guidebook in the background, and serves until SIGTERM/SIGINT.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::CliError;
+use crate::config::Settings;
+use crate::engine::Engine;
+use crate::guidebook::install_sample;
+use crate::server;
+
+pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
+    if settings.root_is_default() {
+        let root = &settings.guidebook_root;
+        if install_sample(root).map_err(|source| CliError::Io {
+            doing: format!("installing the sample guidebook into {}", root.display()),
+            source,
+        })? {
+            tracing::info!(root = %root.display(), "installed the sample guidebook");
+        }
+    }
+    let engine = Arc::new(Engine::open(settings.clone())?);
+    let bound = server::bind(&settings.socket, &settings.home)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("guidebook")
+        .build()
+        .map_err(|source| CliError::Io {
+            doing: "starting the async runtime".into(),
+            source,
+        })?;
+    runtime.block_on(async {
+        let listener = tokio::net::UnixListener::from_std(
+            bound.listener.try_clone().map_err(|source| CliError::Io {
+                doing: "cloning the listening socket".into(),
+                source,
+            })?,
+        )
+        .map_err(|source| CliError::Io {
+            doing: "registering the listening socket".into(),
+            source,
+        })?;
+        let reloader = tokio::spawn(reload_loop(
+            engine.clone(),
+            Duration::from_millis(settings.reload_interval_ms.max(50)),
+        ));
+        tracing::info!(
+            socket = %settings.socket.display(),
+            db = %settings.db.display(),
+            root = %settings.guidebook_root.display(),
+            version = crate::VERSION,
+            "listening"
+        );
+        let limits = server::Limits {
+            max_request_bytes: settings.max_request_bytes,
+        };
+        server::run(
+            listener,
+            crate::rpc::module(engine.clone()),
+            limits,
+            server::termination_signal(),
+        )
+        .await;
+        reloader.abort();
+        Ok::<_, CliError>(())
+    })?;
+    // Removing the socket last: a client that still finds it gets "refused", never a half-served
+    // request.
+    drop(bound);
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Re-reads the guidebook on an interval. A poll (a `stat` per guideline file) rather than a
+/// file-system watcher: it sees edits through symlinks, network mounts and editors that
+/// replace files, needs no extra dependency, and costs about a millisecond per thousand files.
+async fn reload_loop(engine: Arc<Engine>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let gb = engine.guidebook.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || gb.reload()).await {
+            tracing::error!("guidebook reload panicked: {e}");
+        }
+    }
+}

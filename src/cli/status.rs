@@ -1,0 +1,50 @@
+//! `guidebook status`: asks the running sidecar for its status and prints it readably (or as
+//! JSON). Exit 1 when no sidecar answers. Reads: the socket.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::client::{call, CallError};
+use super::CliError;
+use crate::config::Settings;
+use crate::rpc::status::Status;
+
+pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
+    let value = match call(settings, "status", serde_json::json!({}), Duration::from_secs(5)) {
+        Ok(v) => v,
+        Err(CallError::Unreachable(why)) => {
+            eprintln!("guidebook: the sidecar is not running ({why}); start it with `guidebook serve`");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(CallError::Failed(e)) => return Err(e),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let s: Status = serde_json::from_value(value)
+        .map_err(|e| CliError::Sidecar(format!("unexpected status answer: {e}")))?;
+    println!("version     {}", s.version);
+    println!("uptime      {}s", s.uptime_seconds);
+    println!("socket      {}", s.socket);
+    println!("database    {}", s.db);
+    println!(
+        "guidebook   {} ({} guidelines, loaded {})",
+        s.guidebook.root,
+        s.guidebook.guidelines,
+        s.guidebook.loaded_at.as_deref().unwrap_or("never")
+    );
+    println!("flags       {}", s.flags.path);
+    if s.guidebook.errors.is_empty() {
+        println!("errors      none");
+    } else {
+        println!("errors      {}", s.guidebook.errors.len());
+        for e in &s.guidebook.errors {
+            match e.line {
+                Some(l) => println!("  {}:{}: {}", e.path, l, e.message),
+                None => println!("  {}: {}", e.path, e.message),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

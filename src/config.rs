@@ -1,0 +1,273 @@
+//! Resolves the sidecar's settings with the contract's precedence: command-line flag >
+//! environment variable > `config.yaml` > default. Reads: the environment and `config.yaml`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Everything the sidecar and the CLI need to know about where things live and how big they may
+/// be. Built once at start-up and never mutated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub home: PathBuf,
+    pub socket: PathBuf,
+    pub db: PathBuf,
+    pub guidebook_root: PathBuf,
+    pub flags: PathBuf,
+    /// The config file that was read, if any.
+    pub config: Option<PathBuf>,
+    /// Largest accepted HTTP request body; larger ones get HTTP 413.
+    pub max_request_bytes: u32,
+    /// Changed files are matched on at most this many leading bytes.
+    pub max_file_bytes: u64,
+    /// How long a database call waits for a lock held by another connection or process.
+    pub busy_timeout_ms: u64,
+    /// How often the guidebook root is checked for changed files.
+    pub reload_interval_ms: u64,
+}
+
+/// Values given on the command line; they win over everything else.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub socket: Option<PathBuf>,
+    pub db: Option<PathBuf>,
+    pub guidebook_root: Option<PathBuf>,
+    pub flags: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+}
+
+/// What can go wrong while resolving settings; each variant names the file or variable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot find a home directory: set ADAPTIVE_GUIDEBOOK_HOME or HOME")]
+    NoHome,
+    #[error("reading config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("environment variable {name}: {message}")]
+    Env { name: &'static str, message: String },
+}
+
+/// The keys `config.yaml` may hold. Unknown keys are an error so that a typo never silently
+/// falls back to a default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ConfigFile {
+    socket: Option<PathBuf>,
+    db: Option<PathBuf>,
+    guidebook_root: Option<PathBuf>,
+    flags: Option<PathBuf>,
+    max_request_bytes: Option<u32>,
+    max_file_bytes: Option<u64>,
+    busy_timeout_ms: Option<u64>,
+    reload_interval_ms: Option<u64>,
+}
+
+pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 1024 * 1024;
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
+pub const DEFAULT_BUSY_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_RELOAD_INTERVAL_MS: u64 = 400;
+
+impl Settings {
+    /// Resolves settings from the process environment.
+    pub fn resolve(overrides: &Overrides) -> Result<Settings, ConfigError> {
+        Self::resolve_with(overrides, |k| std::env::var_os(k).filter(|v| !v.is_empty()))
+    }
+
+    /// Resolves settings with `env` standing in for the process environment (for tests).
+    pub fn resolve_with(
+        overrides: &Overrides,
+        env: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<Settings, ConfigError> {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let abs = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
+        let home = match env("ADAPTIVE_GUIDEBOOK_HOME") {
+            Some(h) => abs(PathBuf::from(h)),
+            None => PathBuf::from(env("HOME").ok_or(ConfigError::NoHome)?)
+                .join(".adaptive-guidebook"),
+        };
+
+        let explicit_config = overrides
+            .config
+            .clone()
+            .or_else(|| env("ADAPTIVE_GUIDEBOOK_CONFIG").map(PathBuf::from))
+            .map(&abs);
+        let config_path = explicit_config
+            .clone()
+            .unwrap_or_else(|| home.join("config.yaml"));
+        let (file, config) = match std::fs::read_to_string(&config_path) {
+            Ok(text) => (parse_config(&config_path, &text)?, Some(config_path.clone())),
+            // Only the default location is optional: a config the user named must exist.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit_config.is_none() => {
+                (ConfigFile::default(), None)
+            }
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: config_path,
+                    source,
+                })
+            }
+        };
+        // Relative paths inside config.yaml are relative to the file, not to wherever the
+        // daemon happened to be started.
+        let config_dir = config_path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let from_file = |p: &Option<PathBuf>| {
+            p.as_ref().map(|p| {
+                if p.is_absolute() {
+                    p.clone()
+                } else {
+                    config_dir.join(p)
+                }
+            })
+        };
+        let pick = |flag: &Option<PathBuf>, var: &str, file: Option<PathBuf>, default: PathBuf| {
+            flag.clone()
+                .map(&abs)
+                .or_else(|| env(var).map(|v| abs(PathBuf::from(v))))
+                .or(file)
+                .unwrap_or(default)
+        };
+
+        let settings = Settings {
+            socket: pick(
+                &overrides.socket,
+                "ADAPTIVE_GUIDEBOOK_SOCKET",
+                from_file(&file.socket),
+                home.join("sidecar.sock"),
+            ),
+            db: pick(
+                &overrides.db,
+                "ADAPTIVE_GUIDEBOOK_DB",
+                from_file(&file.db),
+                home.join("adaptive-guidebook.db"),
+            ),
+            guidebook_root: pick(
+                &overrides.guidebook_root,
+                "ADAPTIVE_GUIDEBOOK_ROOT",
+                from_file(&file.guidebook_root),
+                home.join("guidebook"),
+            ),
+            flags: pick(
+                &overrides.flags,
+                "ADAPTIVE_GUIDEBOOK_FLAGS",
+                from_file(&file.flags),
+                home.join("feature_flags.json"),
+            ),
+            config,
+            max_request_bytes: file.max_request_bytes.unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
+            max_file_bytes: file.max_file_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES),
+            busy_timeout_ms: file.busy_timeout_ms.unwrap_or(DEFAULT_BUSY_TIMEOUT_MS),
+            reload_interval_ms: file
+                .reload_interval_ms
+                .unwrap_or(DEFAULT_RELOAD_INTERVAL_MS),
+            home,
+        };
+        Ok(settings)
+    }
+
+    /// Whether the guidebook root is the default one, which `serve` may create from the
+    /// embedded sample. A root the user chose is never written to.
+    pub fn root_is_default(&self) -> bool {
+        self.guidebook_root == self.home.join("guidebook")
+    }
+}
+
+fn parse_config(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
+    if text.trim().is_empty() {
+        return Ok(ConfigFile::default());
+    }
+    serde_yaml::from_str(text).map_err(|e| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let map: HashMap<String, OsString> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults_live_under_home_dir() {
+        let s = Settings::resolve_with(&Overrides::default(), env(&[("HOME", "/nonexistent-h")]))
+            .unwrap();
+        assert_eq!(s.home, PathBuf::from("/nonexistent-h/.adaptive-guidebook"));
+        assert_eq!(s.socket, s.home.join("sidecar.sock"));
+        assert_eq!(s.db, s.home.join("adaptive-guidebook.db"));
+        assert_eq!(s.guidebook_root, s.home.join("guidebook"));
+        assert_eq!(s.flags, s.home.join("feature_flags.json"));
+        assert!(s.root_is_default());
+        assert_eq!(s.max_request_bytes, DEFAULT_MAX_REQUEST_BYTES);
+    }
+
+    #[test]
+    fn flag_beats_env_beats_file_beats_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        std::fs::write(
+            dir.path().join("config.yaml"),
+            "socket: /file/s.sock\ndb: rel.db\nguidebookRoot: /file/root\nmaxFileBytes: 10\n",
+        )
+        .unwrap();
+        let e = env(&[
+            ("ADAPTIVE_GUIDEBOOK_HOME", home),
+            ("ADAPTIVE_GUIDEBOOK_SOCKET", "/env/s.sock"),
+            ("ADAPTIVE_GUIDEBOOK_DB", "/env/x.db"),
+        ]);
+        let flags = Overrides {
+            socket: Some("/flag/s.sock".into()),
+            ..Overrides::default()
+        };
+        let s = Settings::resolve_with(&flags, e).unwrap();
+        assert_eq!(s.socket, PathBuf::from("/flag/s.sock"));
+        assert_eq!(s.db, PathBuf::from("/env/x.db"));
+        assert_eq!(s.guidebook_root, PathBuf::from("/file/root"));
+        assert_eq!(s.flags, dir.path().join("feature_flags.json"));
+        assert_eq!(s.max_file_bytes, 10);
+
+        let s = Settings::resolve_with(
+            &Overrides::default(),
+            env(&[("ADAPTIVE_GUIDEBOOK_HOME", home)]),
+        )
+        .unwrap();
+        assert_eq!(s.db, dir.path().join("rel.db"), "relative to the config file");
+    }
+
+    #[test]
+    fn unknown_config_key_is_an_error_naming_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.yaml"), "db: /x\nsockett: /y\n").unwrap();
+        let err = Settings::resolve_with(
+            &Overrides::default(),
+            env(&[("ADAPTIVE_GUIDEBOOK_HOME", dir.path().to_str().unwrap())]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("config.yaml"), "{err}");
+        assert!(err.contains("sockett"), "{err}");
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn a_named_config_must_exist() {
+        let flags = Overrides {
+            config: Some("/nonexistent/config.yaml".into()),
+            ..Overrides::default()
+        };
+        let err = Settings::resolve_with(&flags, env(&[("HOME", "/h")])).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/config.yaml"));
+    }
+}

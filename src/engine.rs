@@ -1,0 +1,116 @@
+//! The evaluation behind `search` and `explain`: for each changed file, its repository,
+//! language, and which applicable guidelines match its current content. Reads: the guideline
+//! snapshot, the files, repository identities. Writes nothing.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::Settings;
+use crate::files::{self, Skip};
+use crate::guidebook::{Guidebook, GuidelineSnapshot};
+use crate::repo::RepositoryResolver;
+use crate::store::{Database, PresentationStore, StoreError};
+
+/// Everything a request handler needs, shared by all of them. Built once per process.
+#[derive(Debug)]
+pub struct Engine {
+    pub settings: Settings,
+    pub guidebook: Arc<Guidebook>,
+    pub repos: RepositoryResolver,
+    pub presentations: PresentationStore,
+    pub started: Instant,
+}
+
+/// One file's evaluation.
+#[derive(Debug, Clone)]
+pub struct FileEvaluation {
+    pub repository: Option<String>,
+    pub language: Option<&'static str>,
+    pub skipped: Option<Skip>,
+    /// Matching guidelines (snapshot indices, ascending) with, when details were asked for, the
+    /// first matching line and pattern.
+    pub matches: Vec<GuidelineMatch>,
+}
+
+#[derive(Debug, Clone)]
+pub struct GuidelineMatch {
+    pub guideline: usize,
+    pub first: Option<(usize, String)>,
+}
+
+impl Engine {
+    /// Opens the database and loads the guidebook described by `settings`.
+    pub fn open(settings: Settings) -> Result<Engine, StoreError> {
+        let db = Database::open(
+            &settings.db,
+            Duration::from_millis(settings.busy_timeout_ms),
+        )?;
+        let guidebook = Arc::new(Guidebook::load(settings.guidebook_root.clone()));
+        Ok(Engine {
+            guidebook,
+            repos: RepositoryResolver::new(),
+            presentations: PresentationStore::new(db),
+            started: Instant::now(),
+            settings,
+        })
+    }
+
+    /// Evaluates each path (absolute, already checked) against `snapshot`. A path given twice
+    /// is read once. With `details`, each match carries its first line and pattern.
+    pub fn evaluate(
+        &self,
+        snapshot: &GuidelineSnapshot,
+        paths: &[&str],
+        details: bool,
+    ) -> Vec<FileEvaluation> {
+        let mut done: HashMap<&str, FileEvaluation> = HashMap::new();
+        let mut applicability = HashMap::new();
+        paths
+            .iter()
+            .map(|path| {
+                if let Some(e) = done.get(path) {
+                    return e.clone();
+                }
+                let p = Path::new(path);
+                let language = crate::language::language_of(p);
+                let repository = self.repos.identity_of(p);
+                let evaluation = match files::read_capped(p, self.settings.max_file_bytes) {
+                    Err(skip) => FileEvaluation {
+                        repository,
+                        language,
+                        skipped: Some(skip),
+                        matches: Vec::new(),
+                    },
+                    Ok(content) => {
+                        let applicable = applicability
+                            .entry((repository.clone(), language))
+                            .or_insert_with(|| {
+                                snapshot.applicability(repository.as_deref(), language)
+                            });
+                        let matches = snapshot
+                            .matching(&content.bytes, applicable)
+                            .into_iter()
+                            .map(|g| GuidelineMatch {
+                                guideline: g,
+                                first: details
+                                    .then(|| snapshot.first_match(g, &content.bytes))
+                                    .flatten()
+                                    .map(|(line, p)| (line, p.to_string())),
+                            })
+                            .collect();
+                        FileEvaluation {
+                            repository,
+                            language,
+                            skipped: None,
+                            matches,
+                        }
+                    }
+                };
+                done.insert(path, evaluation.clone());
+                evaluation
+            })
+            .collect()
+    }
+}

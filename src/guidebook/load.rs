@@ -1,0 +1,398 @@
+//! Parses and validates one `guideline.yaml`, and finds every such file under a root.
+//! Reads: guideline files. Errors carry the path, line and a message.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+
+use super::Guideline;
+use crate::language;
+
+pub const GUIDELINE_FILE_NAME: &str = "guideline.yaml";
+
+/// A guideline file larger than this is refused rather than parsed: it is surely not a
+/// hand-written guideline, and parsing it would stall a reload.
+const MAX_GUIDELINE_BYTES: u64 = 256 * 1024;
+/// Limits for one compiled pattern. A pattern that compiles to more than this (say `\w{1000}`
+/// repeated) is refused with an error instead of slowing every search.
+pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
+const MAX_PATTERN_LEN: usize = 4096;
+
+/// A guideline file that could not be used: where and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.path.display(), line, self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+impl LoadError {
+    pub fn new(path: &Path, line: Option<usize>, message: impl Into<String>) -> Self {
+        LoadError {
+            path: path.to_path_buf(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+// The raw shapes below mirror guidebook/schema/guideline.schema.json. Validation that the
+// schema expresses (unknown keys, enums, patterns) happens during deserialisation, so that
+// serde_yaml attaches the line and column of the offending value to the error.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGuideline {
+    id: GuidelineId,
+    #[serde(default)]
+    scope: Option<RawScope>,
+    #[serde(default)]
+    when: Option<Vec<Event>>,
+    #[serde(rename = "match")]
+    matcher: RawMatch,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScope {
+    #[serde(default)]
+    repositories: Option<Vec<RepositoryGlob>>,
+    #[serde(default)]
+    languages: Option<Vec<LanguageName>>,
+}
+
+/// The events a guideline can be shown on. Only file changes exist today; the list form leaves
+/// room for more without changing the file format.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Event {
+    FileChanged,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatch {
+    any: Vec<RawCondition>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCondition {
+    regex: RawRegex,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRegex {
+    pattern: Pattern,
+}
+
+struct GuidelineId(String);
+
+impl<'de> Deserialize<'de> for GuidelineId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let ok = !s.is_empty()
+            && s.len() <= 128
+            && s.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if ok {
+            Ok(GuidelineId(s))
+        } else {
+            Err(de::Error::custom(format!(
+                "invalid id `{s}`: use lowercase letters, digits and `-`, starting with a letter or digit (at most 128 characters)"
+            )))
+        }
+    }
+}
+
+struct RepositoryGlob(String);
+
+impl<'de> Deserialize<'de> for RepositoryGlob {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        super::snapshot::compile_repository_glob(&s)
+            .map_err(|e| de::Error::custom(format!("invalid repository glob `{s}`: {e}")))?;
+        Ok(RepositoryGlob(s))
+    }
+}
+
+struct LanguageName(&'static str);
+
+impl<'de> Deserialize<'de> for LanguageName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match language::LANGUAGES.iter().find(|l| **l == s) {
+            Some(l) => Ok(LanguageName(l)),
+            None => Err(de::Error::custom(format!(
+                "unknown language `{s}`; known languages: {}",
+                language::LANGUAGES.join(", ")
+            ))),
+        }
+    }
+}
+
+struct Pattern(String);
+
+impl<'de> Deserialize<'de> for Pattern {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() {
+            return Err(de::Error::custom("empty regex pattern"));
+        }
+        if s.len() > MAX_PATTERN_LEN {
+            return Err(de::Error::custom(format!(
+                "regex pattern is {} bytes long; the limit is {MAX_PATTERN_LEN}",
+                s.len()
+            )));
+        }
+        compile_pattern(&s).map_err(|e| de::Error::custom(format!("invalid regex `{s}`: {e}")))?;
+        Ok(Pattern(s))
+    }
+}
+
+/// Compiles one pattern the way every pattern is compiled: over bytes (files need not be
+/// UTF-8), with `^`/`$` at line boundaries, within the size limit.
+pub(crate) fn compile_pattern(pattern: &str) -> Result<regex::bytes::Regex, regex::Error> {
+    regex::bytes::RegexBuilder::new(pattern)
+        .multi_line(true)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+}
+
+/// Parses and validates one guideline file's text.
+pub fn parse_guideline(path: &Path, text: &str) -> Result<Guideline, LoadError> {
+    if text.trim().is_empty() {
+        return Err(LoadError::new(path, None, "the file is empty"));
+    }
+    let raw: RawGuideline = serde_yaml::from_str(text).map_err(|e| yaml_error(path, &e))?;
+    let id_line = find_key_line(text, "id");
+    if raw.matcher.any.is_empty() {
+        return Err(LoadError::new(
+            path,
+            find_key_line(text, "match"),
+            "`match.any` must list at least one condition",
+        ));
+    }
+    if raw.content.trim().is_empty() {
+        return Err(LoadError::new(
+            path,
+            find_key_line(text, "content"),
+            "`content` is empty",
+        ));
+    }
+    if let Some(when) = &raw.when {
+        if when.is_empty() {
+            return Err(LoadError::new(
+                path,
+                find_key_line(text, "when"),
+                "`when` is an empty list; leave it out to mean [file_changed]",
+            ));
+        }
+        debug_assert!(when.iter().all(|e| *e == Event::FileChanged));
+    }
+    let scope = raw.scope.unwrap_or(RawScope {
+        repositories: None,
+        languages: None,
+    });
+    Ok(Guideline {
+        id: raw.id.0,
+        repositories: scope
+            .repositories
+            .map(|r| r.into_iter().map(|g| g.0).collect()),
+        languages: scope.languages.map(|l| l.into_iter().map(|l| l.0).collect()),
+        patterns: raw
+            .matcher
+            .any
+            .into_iter()
+            .map(|c| c.regex.pattern.0)
+            .collect(),
+        content: raw.content,
+        source: path.to_path_buf(),
+        id_line,
+    })
+}
+
+/// Reads and parses a guideline file, refusing anything that is not a small regular file.
+pub fn read_guideline(path: &Path) -> Result<Guideline, LoadError> {
+    let content = crate::files::read_capped(path, MAX_GUIDELINE_BYTES + 1)
+        .map_err(|e| LoadError::new(path, None, e.to_string()))?;
+    if content.truncated || content.bytes.len() as u64 > MAX_GUIDELINE_BYTES {
+        return Err(LoadError::new(
+            path,
+            None,
+            format!("the file is larger than {MAX_GUIDELINE_BYTES} bytes"),
+        ));
+    }
+    let text = String::from_utf8(content.bytes)
+        .map_err(|e| LoadError::new(path, None, format!("not UTF-8: {e}")))?;
+    parse_guideline(path, &text)
+}
+
+fn yaml_error(path: &Path, e: &serde_yaml::Error) -> LoadError {
+    let line = e.location().map(|l| l.line());
+    // serde_yaml appends " at line L column C"; the line is reported separately.
+    let mut message = e.to_string();
+    if let Some(pos) = message.find(" at line ") {
+        message.truncate(pos);
+    }
+    LoadError::new(path, line, message)
+}
+
+/// The 1-based line of a top-level `key:`; used where the error is about a whole section.
+fn find_key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map(|i| i + 1)
+}
+
+/// Every `guideline.yaml` under `root`, sorted, with its metadata. Symlinked directories are
+/// not followed (a link cycle must not hang a reload); hidden directories are skipped.
+pub fn find_guideline_files(root: &Path) -> std::io::Result<Vec<(PathBuf, std::fs::Metadata)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    let mut first = true;
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            // The root itself must be readable; a subdirectory that vanished mid-walk is not
+            // an error.
+            Err(e) if first => return Err(e),
+            Err(_) => continue,
+        };
+        first = false;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Ok(ft) = entry.file_type() else { continue };
+            if ft.is_dir() {
+                if !name.to_string_lossy().starts_with('.') {
+                    stack.push(entry.path());
+                }
+            } else if name == GUIDELINE_FILE_NAME {
+                // Follow a symlinked file to what it names; a dangling one is reported by the
+                // read that follows.
+                let path = entry.path();
+                let meta = std::fs::metadata(&path).or_else(|_| entry.metadata());
+                if let Ok(meta) = meta {
+                    out.push((path, meta));
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Guideline, LoadError> {
+        parse_guideline(Path::new("/g/x/guideline.yaml"), text)
+    }
+
+    const GOOD: &str = "id: no-println\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin, java]\nwhen: [file_changed]\nmatch:\n  any:\n    - regex:\n        pattern: 'println\\('\ncontent: |\n  Use the logger.\n";
+
+    #[test]
+    fn parses_a_full_guideline() {
+        let g = parse(GOOD).unwrap();
+        assert_eq!(g.id, "no-println");
+        assert_eq!(g.repositories, Some(vec!["acme/*".to_string()]));
+        assert_eq!(g.languages, Some(vec!["kotlin", "java"]));
+        assert_eq!(g.patterns, vec!["println\\(".to_string()]);
+        assert_eq!(g.content, "Use the logger.\n");
+        assert_eq!(g.id_line, Some(1));
+    }
+
+    #[test]
+    fn scope_and_when_are_optional() {
+        let g = parse("id: a\nmatch:\n  any:\n    - regex: {pattern: x}\ncontent: c\n").unwrap();
+        assert_eq!(g.repositories, None);
+        assert_eq!(g.languages, None);
+    }
+
+    fn err(text: &str) -> LoadError {
+        parse(text).unwrap_err()
+    }
+
+    #[test]
+    fn rejects_with_line_numbers() {
+        let e = err(&GOOD.replace("pattern: 'println\\('", "pattern: 'println('"));
+        assert_eq!(e.line, Some(9), "{e}");
+        assert!(e.message.contains("invalid regex"), "{e}");
+
+        let e = err(&GOOD.replace("[kotlin, java]", "[kotlin, kotln]"));
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.message.contains("unknown language `kotln`"), "{e}");
+
+        let e = err(&GOOD.replace("[file_changed]", "[file_deleted]"));
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(e.message.contains("file_deleted"), "{e}");
+
+        let e = err(&format!("{GOOD}colour: red\n"));
+        assert!(e.message.contains("unknown field `colour`"), "{e}");
+        assert_eq!(e.line, Some(12), "{e}");
+
+        let e = err(&GOOD.replace("  languages:", "  langs:"));
+        assert!(e.message.contains("unknown field `langs`"), "{e}");
+
+        let e = err(&GOOD.replace("id: no-println", "id: No Println"));
+        assert!(e.message.contains("invalid id"), "{e}");
+
+        let e = err("id: a\nmatch:\n  any: []\ncontent: c\n");
+        assert!(e.message.contains("at least one"), "{e}");
+        assert_eq!(e.line, Some(2));
+
+        let e = err("id: a\nmatch:\n  any:\n    - regex: {pattern: x}\n");
+        assert!(e.message.contains("content"), "{e}");
+
+        let e = err("id: [unclosed\n");
+        assert!(e.line.is_some(), "{e}");
+    }
+
+    #[test]
+    fn refuses_patterns_that_compile_too_large() {
+        let e = err(&GOOD.replace("'println\\('", "'(\\w{100}){100}'"));
+        assert!(e.message.contains("invalid regex"), "{e}");
+    }
+
+    #[test]
+    fn finds_files_recursively_skipping_hidden_dirs() {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["a", "b/c", ".git/x"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+            std::fs::write(dir.path().join(sub).join(GUIDELINE_FILE_NAME), GOOD).unwrap();
+        }
+        std::fs::write(dir.path().join("a/other.yaml"), GOOD).unwrap();
+        let found: Vec<PathBuf> = find_guideline_files(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p.strip_prefix(dir.path()).unwrap().to_path_buf())
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                PathBuf::from("a/guideline.yaml"),
+                PathBuf::from("b/c/guideline.yaml")
+            ]
+        );
+    }
+}

@@ -1,0 +1,302 @@
+//! The live guidebook: the current [`GuidelineSnapshot`] behind `arc-swap`, and the reload that
+//! replaces it when files change while keeping the last good version of every file that broke.
+//! Reads: the guidebook root. Writes: nothing on disk.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+
+use super::load::{find_guideline_files, read_guideline, LoadError};
+use super::snapshot::GuidelineSnapshot;
+use super::Guideline;
+
+/// What identifies one version of a file without reading it. Editors that save by renaming
+/// change the inode; in-place writes change the mtime or the size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: Option<SystemTime>,
+    len: u64,
+    ino: u64,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            modified: meta.modified().ok(),
+            len: meta.len(),
+            ino: meta.ino(),
+        }
+    }
+}
+
+/// One guideline file as last seen: its stamp, its last good parse, and its current error.
+#[derive(Debug, Clone)]
+struct FileState {
+    stamp: Stamp,
+    good: Option<Arc<Guideline>>,
+    error: Option<LoadError>,
+}
+
+/// What a reload did, for logs and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    Unchanged,
+    Swapped { guidelines: usize, errors: usize },
+}
+
+/// The guidebook as served: a snapshot readers take without locking, and the bookkeeping the
+/// reloader needs to keep last-good versions.
+#[derive(Debug)]
+pub struct Guidebook {
+    root: PathBuf,
+    current: ArcSwap<GuidelineSnapshot>,
+    /// Held only by the reloader (one at a time); request handlers never touch it.
+    files: Mutex<ReloadState>,
+}
+
+#[derive(Debug, Default)]
+struct ReloadState {
+    files: BTreeMap<PathBuf, FileState>,
+    root_error: Option<LoadError>,
+    loaded_once: bool,
+}
+
+impl Guidebook {
+    /// A guidebook for `root` holding an empty snapshot; call [`Guidebook::reload`] to load it.
+    pub fn new(root: PathBuf) -> Self {
+        Guidebook {
+            current: ArcSwap::from_pointee(GuidelineSnapshot::empty(root.clone())),
+            root,
+            files: Mutex::new(ReloadState::default()),
+        }
+    }
+
+    /// Loads `root` right away.
+    pub fn load(root: PathBuf) -> Self {
+        let gb = Self::new(root);
+        gb.reload();
+        gb
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The snapshot to serve one request from. Handlers hold the `Arc`, never a guard, so a
+    /// reload can swap while they run.
+    pub fn snapshot(&self) -> Arc<GuidelineSnapshot> {
+        self.current.load_full()
+    }
+
+    /// Looks at the root for added, changed and removed guideline files and swaps in a new
+    /// snapshot when anything changed. A file that no longer parses keeps its last good
+    /// guideline in service and its error is reported instead.
+    pub fn reload(&self) -> ReloadOutcome {
+        let mut state = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let listing = match find_guideline_files(&self.root) {
+            Ok(l) => {
+                state.root_error = None;
+                l
+            }
+            Err(e) => {
+                let err = LoadError::new(&self.root, None, format!("cannot read the guidebook root: {e}"));
+                let changed = state.root_error.as_ref() != Some(&err);
+                if changed {
+                    tracing::warn!("{err}");
+                }
+                state.root_error = Some(err);
+                // Keep serving what was loaded: a root that vanishes for a moment (a checkout
+                // being switched) must not take every guideline away.
+                if changed || !state.loaded_once {
+                    state.loaded_once = true;
+                    return self.swap(&state);
+                }
+                return ReloadOutcome::Unchanged;
+            }
+        };
+
+        let mut changed = !state.loaded_once;
+        let mut next = BTreeMap::new();
+        for (path, meta) in listing {
+            let stamp = Stamp::of(&meta);
+            let previous = state.files.remove(&path);
+            let entry = match previous {
+                Some(prev) if prev.stamp == stamp => prev,
+                prev => {
+                    changed = true;
+                    let good = prev.and_then(|p| p.good);
+                    match read_guideline(&path) {
+                        Ok(g) => FileState {
+                            stamp,
+                            good: Some(Arc::new(g)),
+                            error: None,
+                        },
+                        Err(e) => {
+                            tracing::warn!("{e}");
+                            FileState {
+                                stamp,
+                                good,
+                                error: Some(e),
+                            }
+                        }
+                    }
+                }
+            };
+            next.insert(path, entry);
+        }
+        // Whatever is left was deleted: its guideline goes with it.
+        changed |= !state.files.is_empty();
+        state.files = next;
+        state.loaded_once = true;
+        if !changed {
+            return ReloadOutcome::Unchanged;
+        }
+        self.swap(&state)
+    }
+
+    fn swap(&self, state: &ReloadState) -> ReloadOutcome {
+        let previous = self.current.load();
+        let served_from: HashMap<&str, &Path> = previous
+            .guidelines
+            .iter()
+            .map(|g| (g.id(), g.guideline.source.as_path()))
+            .collect();
+
+        let mut errors: Vec<LoadError> = state.root_error.iter().cloned().collect();
+        errors.extend(state.files.values().filter_map(|f| f.error.clone()));
+
+        // Resolve duplicate ids: the file already serving an id keeps it; otherwise the first
+        // path wins. Every loser is reported with both paths.
+        let mut by_id: BTreeMap<&str, Vec<&Arc<Guideline>>> = BTreeMap::new();
+        for g in state.files.values().filter_map(|f| f.good.as_ref()) {
+            by_id.entry(g.id.as_str()).or_default().push(g);
+        }
+        let mut chosen = Vec::with_capacity(by_id.len());
+        for (id, mut candidates) in by_id {
+            if candidates.len() > 1 {
+                let keeper = served_from
+                    .get(id)
+                    .and_then(|src| candidates.iter().position(|g| g.source == *src))
+                    .unwrap_or(0);
+                let kept = candidates.swap_remove(keeper);
+                for loser in candidates {
+                    errors.push(LoadError::new(
+                        &loser.source,
+                        loser.id_line,
+                        format!(
+                            "duplicate id `{id}`: already defined in {}",
+                            kept.source.display()
+                        ),
+                    ));
+                }
+                chosen.push(kept.clone());
+            } else {
+                chosen.push(candidates[0].clone());
+            }
+        }
+        errors.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
+        let snapshot = GuidelineSnapshot::build(self.root.clone(), chosen, errors);
+        let outcome = ReloadOutcome::Swapped {
+            guidelines: snapshot.guidelines.len(),
+            errors: snapshot.errors.len(),
+        };
+        tracing::info!(
+            root = %self.root.display(),
+            guidelines = snapshot.guidelines.len(),
+            patterns = snapshot.pattern_count(),
+            errors = snapshot.errors.len(),
+            "guidebook loaded"
+        );
+        self.current.store(Arc::new(snapshot));
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, dir: &str, id: &str, pattern: &str) -> PathBuf {
+        let d = root.join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("guideline.yaml");
+        std::fs::write(
+            &p,
+            format!("id: {id}\nmatch:\n  any:\n    - regex:\n        pattern: '{pattern}'\ncontent: {id} says {pattern}\n"),
+        )
+        .unwrap();
+        p
+    }
+
+    fn ids(gb: &Guidebook) -> Vec<String> {
+        gb.snapshot().guidelines.iter().map(|g| g.id().to_string()).collect()
+    }
+
+    #[test]
+    fn a_broken_file_keeps_its_last_good_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "a", "alpha", "foo");
+        let gb = Guidebook::load(dir.path().to_path_buf());
+        assert_eq!(ids(&gb), vec!["alpha"]);
+
+        // Broken: an invalid regex. The old guideline stays, the error names file and line.
+        std::fs::write(&p, "id: alpha\nmatch:\n  any:\n    - regex:\n        pattern: 'foo('\ncontent: x\n").unwrap();
+        assert!(matches!(gb.reload(), ReloadOutcome::Swapped { .. }));
+        let s = gb.snapshot();
+        assert_eq!(ids(&gb), vec!["alpha"]);
+        assert_eq!(s.guidelines[0].guideline.patterns, vec!["foo".to_string()]);
+        assert_eq!(s.errors.len(), 1);
+        assert_eq!(s.errors[0].path, p);
+        assert_eq!(s.errors[0].line, Some(5));
+
+        // Fixed: the new version is served and the error is gone.
+        write(dir.path(), "a", "alpha", "bar");
+        gb.reload();
+        let s = gb.snapshot();
+        assert_eq!(s.guidelines[0].guideline.patterns, vec!["bar".to_string()]);
+        assert!(s.errors.is_empty());
+        assert_eq!(gb.reload(), ReloadOutcome::Unchanged);
+    }
+
+    #[test]
+    fn duplicate_ids_are_rejected_naming_both_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = write(dir.path(), "b", "same", "x");
+        let gb = Guidebook::load(dir.path().to_path_buf());
+        // "a/" sorts first, but "b/" already serves the id and keeps it.
+        let second = write(dir.path(), "a", "same", "y");
+        gb.reload();
+        let s = gb.snapshot();
+        assert_eq!(s.guidelines.len(), 1);
+        assert_eq!(s.guidelines[0].guideline.source, first);
+        assert_eq!(s.errors.len(), 1);
+        assert_eq!(s.errors[0].path, second);
+        assert!(s.errors[0].message.contains(&first.display().to_string()));
+    }
+
+    #[test]
+    fn deleted_files_take_their_guideline_away() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a", "alpha", "foo");
+        let p = write(dir.path(), "b", "beta", "foo");
+        let gb = Guidebook::load(dir.path().to_path_buf());
+        assert_eq!(ids(&gb), vec!["alpha", "beta"]);
+        std::fs::remove_file(p).unwrap();
+        gb.reload();
+        assert_eq!(ids(&gb), vec!["alpha"]);
+    }
+
+    #[test]
+    fn a_missing_root_is_an_error_not_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let gb = Guidebook::load(dir.path().join("nope"));
+        let s = gb.snapshot();
+        assert!(s.guidelines.is_empty());
+        assert_eq!(s.errors.len(), 1);
+        assert!(s.errors[0].message.contains("guidebook root"));
+    }
+}

@@ -1,0 +1,292 @@
+//! The immutable, compiled form of a guidebook that requests match against: guidelines sorted
+//! by id, their scopes, and every pattern compiled once into one `RegexSet` so that a file is
+//! scanned once for all guidelines. Reads nothing; built by `reload`, shared through `arc-swap`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
+
+use super::load::{compile_pattern, LoadError, REGEX_SIZE_LIMIT};
+use super::Guideline;
+
+/// Compiles a repository glob: `*` stays within a segment, `**` crosses, case-insensitive.
+pub(crate) fn compile_repository_glob(pattern: &str) -> Result<Glob, globset::Error> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .case_insensitive(true)
+        .build()
+}
+
+/// Where a guideline applies. `None` in either part means "everywhere" for that part.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub repositories: Option<Vec<String>>,
+    pub languages: Option<Vec<&'static str>>,
+}
+
+/// A guideline ready for matching, with the regexes `explain` uses to find the first line.
+#[derive(Debug)]
+pub struct CompiledGuideline {
+    pub guideline: Arc<Guideline>,
+    regexes: Vec<Regex>,
+}
+
+impl CompiledGuideline {
+    pub fn id(&self) -> &str {
+        &self.guideline.id
+    }
+}
+
+#[derive(Debug)]
+enum Matcher {
+    /// All patterns in one automaton: one pass over the file. `owners[i]` is the guideline
+    /// that pattern `i` belongs to.
+    Set { set: RegexSet, owners: Vec<u32> },
+    /// The combined automaton exceeded its size limit; fall back to one pass per pattern
+    /// rather than refusing the whole guidebook.
+    EachPattern,
+}
+
+/// Which guidelines apply to one `(repository, language)` pair, as a dense flag per guideline.
+pub type Applicability = Vec<bool>;
+
+/// A guidebook compiled for matching. Never mutated after it is built.
+#[derive(Debug)]
+pub struct GuidelineSnapshot {
+    pub root: PathBuf,
+    /// Sorted by id; indices into this vector identify guidelines within the snapshot.
+    pub guidelines: Vec<CompiledGuideline>,
+    /// Files that are in error right now (their last good version, if any, is still served).
+    pub errors: Vec<LoadError>,
+    pub loaded_at: SystemTime,
+    matcher: Matcher,
+    /// Every repository glob of every guideline, and the guideline each belongs to.
+    repo_globs: GlobSet,
+    repo_glob_owner: Vec<u32>,
+}
+
+impl GuidelineSnapshot {
+    /// Compiles `guidelines` (ids must be unique) into a snapshot.
+    pub fn build(root: PathBuf, mut guidelines: Vec<Arc<Guideline>>, errors: Vec<LoadError>) -> Self {
+        guidelines.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut owners = Vec::new();
+        let mut patterns = Vec::new();
+        let mut repo_globs = GlobSetBuilder::new();
+        let mut repo_glob_owner = Vec::new();
+        let compiled: Vec<CompiledGuideline> = guidelines
+            .into_iter()
+            .enumerate()
+            .map(|(gi, g)| {
+                for p in &g.patterns {
+                    owners.push(gi as u32);
+                    patterns.push(p.clone());
+                }
+                for glob in g.repositories.iter().flatten() {
+                    // Validated at load time; a failure here would be a bug, and skipping the
+                    // glob only narrows the guideline's scope.
+                    if let Ok(glob) = compile_repository_glob(glob) {
+                        repo_globs.add(glob);
+                        repo_glob_owner.push(gi as u32);
+                    }
+                }
+                let regexes = g
+                    .patterns
+                    .iter()
+                    .filter_map(|p| compile_pattern(p).ok())
+                    .collect();
+                CompiledGuideline {
+                    guideline: g,
+                    regexes,
+                }
+            })
+            .collect();
+        let matcher = match RegexSetBuilder::new(&patterns)
+            .multi_line(true)
+            .size_limit(REGEX_SIZE_LIMIT.saturating_mul(patterns.len().max(1)).min(1 << 30))
+            .dfa_size_limit(64 << 20)
+            .build()
+        {
+            Ok(set) => Matcher::Set { set, owners },
+            Err(e) => {
+                tracing::warn!("patterns too large for one automaton ({e}); matching one by one");
+                Matcher::EachPattern
+            }
+        };
+        GuidelineSnapshot {
+            root,
+            guidelines: compiled,
+            errors,
+            loaded_at: SystemTime::now(),
+            matcher,
+            repo_globs: repo_globs.build().unwrap_or_else(|_| GlobSet::empty()),
+            repo_glob_owner,
+        }
+    }
+
+    /// An empty snapshot, served before the first load finishes.
+    pub fn empty(root: PathBuf) -> Self {
+        Self::build(root, Vec::new(), Vec::new())
+    }
+
+    /// Which guidelines apply to a file with this repository identity and language.
+    pub fn applicability(&self, repository: Option<&str>, language: Option<&str>) -> Applicability {
+        let mut repo_ok: Vec<bool> = self
+            .guidelines
+            .iter()
+            .map(|g| g.guideline.repositories.is_none())
+            .collect();
+        if let Some(repo) = repository {
+            for i in self.repo_globs.matches(repo) {
+                repo_ok[self.repo_glob_owner[i] as usize] = true;
+            }
+        }
+        self.guidelines
+            .iter()
+            .zip(repo_ok)
+            .map(|(g, repo_ok)| {
+                repo_ok
+                    && match (&g.guideline.languages, language) {
+                        (None, _) => true,
+                        (Some(langs), Some(l)) => langs.contains(&l),
+                        (Some(_), None) => false,
+                    }
+            })
+            .collect()
+    }
+
+    /// Indices of the applicable guidelines that match `content`, ascending (so in id order).
+    /// The content is scanned once for all patterns.
+    pub fn matching(&self, content: &[u8], applicable: &Applicability) -> Vec<usize> {
+        if !applicable.iter().any(|a| *a) {
+            return Vec::new();
+        }
+        let mut hit = vec![false; self.guidelines.len()];
+        match &self.matcher {
+            Matcher::Set { set, owners } => {
+                for i in set.matches(content).iter() {
+                    let g = owners[i] as usize;
+                    hit[g] = applicable[g];
+                }
+            }
+            Matcher::EachPattern => {
+                for (g, cg) in self.guidelines.iter().enumerate() {
+                    hit[g] = applicable[g] && cg.regexes.iter().any(|r| r.is_match(content));
+                }
+            }
+        }
+        hit.iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.then_some(i))
+            .collect()
+    }
+
+    /// For a guideline known to match: the 1-based line of its earliest match and the pattern
+    /// that matched there.
+    pub fn first_match(&self, guideline: usize, content: &[u8]) -> Option<(usize, &str)> {
+        let g = &self.guidelines[guideline];
+        let (start, pi) = g
+            .regexes
+            .iter()
+            .enumerate()
+            .filter_map(|(pi, r)| r.find(content).map(|m| (m.start(), pi)))
+            .min()?;
+        let line = content[..start].iter().filter(|b| **b == b'\n').count() + 1;
+        Some((line, g.guideline.patterns[pi].as_str()))
+    }
+
+    /// Index of a guideline by id.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.guidelines
+            .binary_search_by(|g| g.id().cmp(id))
+            .ok()
+    }
+
+    /// How many patterns the snapshot holds (for logs and `status`).
+    pub fn pattern_count(&self) -> usize {
+        match &self.matcher {
+            Matcher::Set { owners, .. } => owners.len(),
+            Matcher::EachPattern => self.guidelines.iter().map(|g| g.regexes.len()).sum(),
+        }
+    }
+
+    /// Guidelines by id, for callers that keep ids across snapshots.
+    pub fn by_id(&self) -> HashMap<&str, usize> {
+        self.guidelines
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.id(), i))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn g(id: &str, repos: Option<&[&str]>, langs: Option<&[&'static str]>, pats: &[&str]) -> Arc<Guideline> {
+        Arc::new(Guideline {
+            id: id.into(),
+            repositories: repos.map(|r| r.iter().map(|s| s.to_string()).collect()),
+            languages: langs.map(|l| l.to_vec()),
+            patterns: pats.iter().map(|s| s.to_string()).collect(),
+            content: format!("{id} content"),
+            source: Path::new("/g").join(id).join("guideline.yaml"),
+            id_line: Some(1),
+        })
+    }
+
+    fn snapshot() -> GuidelineSnapshot {
+        GuidelineSnapshot::build(
+            "/g".into(),
+            vec![
+                g("zeta", None, None, &["TODO"]),
+                g("backend", Some(&["acme/backend-*"]), None, &["println"]),
+                g("all-acme", Some(&["ACME/**"]), None, &["println"]),
+                g("kotlin", None, Some(&["kotlin"]), &["runBlocking", "^import"]),
+            ],
+            vec![],
+        )
+    }
+
+    fn ids(s: &GuidelineSnapshot, idx: &[usize]) -> Vec<String> {
+        idx.iter().map(|i| s.guidelines[*i].id().to_string()).collect()
+    }
+
+    #[test]
+    fn scope_by_repository_and_language() {
+        let s = snapshot();
+        let text = b"import x\nprintln TODO runBlocking";
+        let m = |repo, lang| ids(&s, &s.matching(text, &s.applicability(repo, lang)));
+        assert_eq!(
+            m(Some("acme/backend-order"), Some("kotlin")),
+            vec!["all-acme", "backend", "kotlin", "zeta"]
+        );
+        assert_eq!(m(Some("acme/frontend-web"), Some("java")), vec!["all-acme", "zeta"]);
+        assert_eq!(m(Some("acme/backend-order/sub"), None), vec!["all-acme", "zeta"]);
+        assert_eq!(m(None, Some("kotlin")), vec!["kotlin", "zeta"]);
+        assert_eq!(m(Some("other/backend-order"), None), vec!["zeta"]);
+    }
+
+    #[test]
+    fn reports_first_matching_line_and_pattern() {
+        let s = snapshot();
+        let k = s.index_of("kotlin").unwrap();
+        assert_eq!(
+            s.first_match(k, b"a\nb runBlocking\nimport c\n"),
+            Some((2, "runBlocking"))
+        );
+        assert_eq!(s.first_match(k, b"package a\nimport c\n"), Some((2, "^import")));
+    }
+
+    #[test]
+    fn matches_non_utf8_content() {
+        let s = snapshot();
+        let all = vec![true; s.guidelines.len()];
+        assert_eq!(ids(&s, &s.matching(b"\xff\xfe TODO \x00", &all)), vec!["zeta"]);
+    }
+}

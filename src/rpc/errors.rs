@@ -1,0 +1,50 @@
+//! The one mapping from internal errors to JSON-RPC error objects. The codes are listed in
+//! `rpc-schema/openrpc.json`.
+
+use jsonrpsee::types::ErrorObjectOwned;
+
+use crate::store::StoreError;
+
+/// -32602: a param is missing, of the wrong type, or has a bad value.
+pub const INVALID_PARAMS: i32 = -32602;
+/// The caller's `deadlineMs` passed before the answer could be committed.
+pub const DEADLINE_EXCEEDED: i32 = -32001;
+/// The database could not be read or written (for example, locked past the busy timeout).
+pub const STORAGE_ERROR: i32 = -32010;
+
+/// Everything a handler can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("deadline exceeded")]
+    DeadlineExceeded,
+    #[error("storage error: {0}")]
+    Storage(StoreError),
+}
+
+impl From<StoreError> for RpcError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::DeadlineExceeded => RpcError::DeadlineExceeded,
+            e => RpcError::Storage(e),
+        }
+    }
+}
+
+impl RpcError {
+    pub fn code(&self) -> i32 {
+        match self {
+            RpcError::InvalidParams(_) => INVALID_PARAMS,
+            RpcError::DeadlineExceeded => DEADLINE_EXCEEDED,
+            RpcError::Storage(_) => STORAGE_ERROR,
+        }
+    }
+
+    pub fn into_object(self) -> ErrorObjectOwned {
+        if let RpcError::Storage(e) = &self {
+            tracing::warn!("{e}");
+        }
+        ErrorObjectOwned::owned(self.code(), self.to_string(), None::<()>)
+    }
+}

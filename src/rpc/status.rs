@@ -1,0 +1,75 @@
+//! Answers `status`: version, uptime, where things live, and the guidebook's load state with
+//! every file error (path, line, message). Reads: guideline snapshot, settings.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Engine;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub version: String,
+    pub uptime_seconds: u64,
+    pub socket: String,
+    pub db: String,
+    pub guidebook: GuidebookStatus,
+    pub flags: FlagsStatus,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidebookStatus {
+    pub root: String,
+    pub guidelines: usize,
+    pub loaded_at: Option<String>,
+    pub errors: Vec<FileError>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileError {
+    pub path: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// The flags file's state. Flags are not loaded by this version yet, so `loadedAt` is null.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlagsStatus {
+    pub path: String,
+    pub loaded_at: Option<String>,
+    pub error: Option<String>,
+}
+
+pub fn handle(engine: &Engine, _params: Params) -> Status {
+    let s = engine.guidebook.snapshot();
+    Status {
+        version: crate::VERSION.to_string(),
+        uptime_seconds: engine.started.elapsed().as_secs(),
+        socket: engine.settings.socket.display().to_string(),
+        db: engine.settings.db.display().to_string(),
+        guidebook: GuidebookStatus {
+            root: s.root.display().to_string(),
+            guidelines: s.guidelines.len(),
+            loaded_at: Some(crate::time::rfc3339(s.loaded_at)),
+            errors: s
+                .errors
+                .iter()
+                .map(|e| FileError {
+                    path: e.path.display().to_string(),
+                    line: e.line,
+                    message: e.message.clone(),
+                })
+                .collect(),
+        },
+        flags: FlagsStatus {
+            path: engine.settings.flags.display().to_string(),
+            loaded_at: None,
+            error: None,
+        },
+    }
+}

@@ -1,0 +1,113 @@
+//! Serves the JSON-RPC module over a Unix socket: jsonrpsee's tower service on each accepted
+//! `tokio::net::UnixStream`, and a graceful shutdown that stops accepting, lets in-flight
+//! requests finish, and then returns so the caller can remove the socket.
+
+mod socket;
+
+pub use socket::{bind, BoundSocket, SocketError};
+
+use std::future::Future;
+use std::time::Duration;
+
+use jsonrpsee::server::{serve_with_graceful_shutdown, stop_channel, Server, ServerConfig};
+use jsonrpsee::{Methods, RpcModule};
+use tokio::net::UnixListener;
+use tokio::task::JoinSet;
+
+use crate::engine::Engine;
+
+/// How long shutdown waits for in-flight requests before giving up on them. A request is
+/// bounded by its own deadlines long before this.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Limits applied to every connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_request_bytes: u32,
+}
+
+/// Accepts connections on `listener` until `shutdown` resolves, then drains.
+///
+/// Invariant: once this returns, no request is being handled, so removing the socket and
+/// closing the database is safe.
+pub async fn run(
+    listener: UnixListener,
+    module: RpcModule<Engine>,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let config = ServerConfig::builder()
+        .max_request_body_size(limits.max_request_bytes)
+        .max_response_body_size(32 << 20)
+        .max_connections(512)
+        .http_only()
+        .build();
+    let builder = Server::builder().set_config(config).to_service_builder();
+    let methods: Methods = module.into();
+    let (stop_handle, server_handle) = stop_channel();
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let service = builder.clone().build(methods.clone(), stop_handle.clone());
+                    let stopped = stop_handle.clone().shutdown();
+                    connections.spawn(async move {
+                        if let Err(e) = serve_with_graceful_shutdown(stream, service, stopped).await {
+                            tracing::debug!("connection ended: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    // Usually EMFILE: back off a little instead of spinning on the error.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            // Reap finished connections so the set does not grow without bound.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            _ = &mut shutdown => break,
+        }
+    }
+
+    drop(listener);
+    let _ = server_handle.stop();
+    let in_flight = connections.len();
+    tracing::info!(connections = in_flight, "shutting down: draining in-flight requests");
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            remaining = connections.len(),
+            "drain timed out; abandoning the remaining connections"
+        );
+        connections.abort_all();
+    }
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
+pub async fn termination_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("cannot listen for SIGTERM: {e}");
+            return std::future::pending().await;
+        }
+    };
+    let mut int = match signal(SignalKind::interrupt()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("cannot listen for SIGINT: {e}");
+            return std::future::pending().await;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+}

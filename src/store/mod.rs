@@ -1,0 +1,138 @@
+//! The only module that runs SQL: the SQLite file, its pool and schema, and the presentation
+//! table. Reads and writes: the database file.
+
+mod presentation;
+
+pub use presentation::PresentationStore;
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use r2d2_sqlite::SqliteConnectionManager;
+
+/// What went wrong with the database, and while doing what.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("opening database {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("no database connection available: {0}")]
+    Pool(#[from] r2d2::Error),
+    #[error("{doing}: {source}")]
+    Sql {
+        doing: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The caller's deadline passed before the change could be committed; nothing was written.
+    #[error("deadline exceeded")]
+    DeadlineExceeded,
+}
+
+impl StoreError {
+    fn sql(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
+        move |source| StoreError::Sql { doing, source }
+    }
+
+    /// Whether the error is another connection holding a lock past the busy timeout.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, StoreError::Sql { source: rusqlite::Error::SqliteFailure(e, _), .. }
+            if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+    }
+}
+
+pub(crate) type Pool = r2d2::Pool<SqliteConnectionManager>;
+pub(crate) type Conn = r2d2::PooledConnection<SqliteConnectionManager>;
+
+/// The versioned schema. `user_version` records which statements have run, so a later version
+/// can add tables without touching what is there.
+const MIGRATIONS: &[&str] = &["CREATE TABLE IF NOT EXISTS presentation (
+        session_id TEXT NOT NULL,
+        guideline_id TEXT NOT NULL,
+        presented_at TEXT NOT NULL,
+        PRIMARY KEY (session_id, guideline_id)
+    );"];
+
+/// The database: a connection pool over one SQLite file in WAL mode.
+#[derive(Debug, Clone)]
+pub struct Database {
+    pool: Pool,
+    path: PathBuf,
+    busy_timeout: Duration,
+}
+
+impl Database {
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    pub fn open(path: &Path, busy_timeout: Duration) -> Result<Database, StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| open_err(format!("creating {}: {e}", dir.display())))?;
+        }
+        let timeout_ms = busy_timeout.as_millis() as u64;
+        let manager = SqliteConnectionManager::file(path).with_init(move |c| {
+            // The busy timeout comes first so that the pragmas below wait for a lock too.
+            c.busy_timeout(Duration::from_millis(timeout_ms))?;
+            c.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        });
+        let pool = r2d2::Pool::builder()
+            .max_size(8)
+            .min_idle(Some(1))
+            .connection_timeout(busy_timeout.max(Duration::from_millis(100)))
+            .build(manager)
+            .map_err(|e| open_err(e.to_string()))?;
+        let db = Database {
+            pool,
+            path: path.to_path_buf(),
+            busy_timeout,
+        };
+        db.migrate().map_err(|e| open_err(e.to_string()))?;
+        Ok(db)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn migrate(&self) -> Result<(), StoreError> {
+        let mut conn = self.pool.get()?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(StoreError::sql("starting the schema migration"))?;
+        let version: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(StoreError::sql("reading the schema version"))?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+            tx.execute_batch(sql)
+                .map_err(StoreError::sql("migrating the schema"))?;
+            tx.pragma_update(None, "user_version", i as i64 + 1)
+                .map_err(StoreError::sql("recording the schema version"))?;
+        }
+        tx.commit().map_err(StoreError::sql("committing the schema migration"))
+    }
+
+    /// A connection whose busy timeout is cut to what is left of `deadline`, so that waiting
+    /// for a lock never outlasts the caller's patience.
+    pub(crate) fn conn(&self, deadline: Option<Instant>) -> Result<Conn, StoreError> {
+        let wait = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(StoreError::DeadlineExceeded);
+                }
+                left.min(self.busy_timeout)
+            }
+            None => self.busy_timeout,
+        };
+        let conn = self.pool.get_timeout(wait.max(Duration::from_millis(1)))?;
+        conn.busy_timeout(wait)
+            .map_err(StoreError::sql("setting the busy timeout"))?;
+        Ok(conn)
+    }
+}

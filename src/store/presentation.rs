@@ -1,0 +1,167 @@
+//! Which guidelines each session has been shown. Reads and writes: the `presentation` table.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use rusqlite::{params_from_iter, TransactionBehavior};
+
+use super::{Database, StoreError};
+
+/// The presentation state: one row per (session, guideline) ever shown.
+#[derive(Debug, Clone)]
+pub struct PresentationStore {
+    db: Database,
+}
+
+impl PresentationStore {
+    pub fn new(db: Database) -> Self {
+        PresentationStore { db }
+    }
+
+    /// Records as presented the candidates this session has not seen yet, and returns them in
+    /// the order given.
+    ///
+    /// `select` receives the unseen candidates and returns the ones to present now (all of
+    /// them, or a prefix that fits a budget); only those are recorded. The read and the write
+    /// happen in one `IMMEDIATE` transaction, which takes SQLite's write lock before reading, so
+    /// two concurrent calls for one session can never both present the same guideline. If
+    /// `deadline` passes before the commit, the transaction is rolled back and nothing is
+    /// recorded.
+    pub fn present_new<'a>(
+        &self,
+        session_id: &str,
+        candidates: &[&'a str],
+        deadline: Option<Instant>,
+        select: impl FnOnce(Vec<&'a str>) -> Vec<&'a str>,
+    ) -> Result<Vec<&'a str>, StoreError> {
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.db.conn(deadline)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::sql("starting the presentation transaction"))?;
+        let seen = presented_in(&tx, session_id, candidates)?;
+        let unseen: Vec<&str> = candidates
+            .iter()
+            .copied()
+            .filter(|c| !seen.contains(*c))
+            .collect();
+        let chosen = select(unseen);
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO presentation (session_id, guideline_id, presented_at)
+                     VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
+                )
+                .map_err(StoreError::sql("preparing the presentation insert"))?;
+            for id in &chosen {
+                insert
+                    .execute([session_id, id])
+                    .map_err(StoreError::sql("recording a presentation"))?;
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            // Dropping the transaction rolls it back.
+            return Err(StoreError::DeadlineExceeded);
+        }
+        tx.commit()
+            .map_err(StoreError::sql("committing presentations"))?;
+        Ok(chosen)
+    }
+
+    /// Which of `ids` this session has already been shown.
+    pub fn presented(&self, session_id: &str, ids: &[&str]) -> Result<HashSet<String>, StoreError> {
+        if ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let conn = self.db.conn(None)?;
+        presented_in(&conn, session_id, ids)
+    }
+
+    /// Forgets everything this session was shown; returns how many rows went.
+    pub fn reset_session(&self, session_id: &str) -> Result<usize, StoreError> {
+        let conn = self.db.conn(None)?;
+        conn.execute("DELETE FROM presentation WHERE session_id = ?1", [session_id])
+            .map_err(StoreError::sql("clearing a session's presentations"))
+    }
+}
+
+fn presented_in(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+    ids: &[&str],
+) -> Result<HashSet<String>, StoreError> {
+    let mut seen = HashSet::new();
+    // SQLite limits bound parameters (32766 by default); chunking keeps a huge candidate list
+    // from failing.
+    for chunk in ids.chunks(500) {
+        let placeholders = vec!["?"; chunk.len()].join(",");
+        let sql = format!(
+            "SELECT guideline_id FROM presentation WHERE session_id = ? AND guideline_id IN ({placeholders})"
+        );
+        let mut stmt = conn
+            .prepare_cached(&sql)
+            .map_err(StoreError::sql("preparing the presentation query"))?;
+        let params = std::iter::once(session_id).chain(chunk.iter().copied());
+        let rows = stmt
+            .query_map(params_from_iter(params), |r| r.get::<_, String>(0))
+            .map_err(StoreError::sql("reading presentations"))?;
+        for row in rows {
+            seen.insert(row.map_err(StoreError::sql("reading presentations"))?);
+        }
+    }
+    Ok(seen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn store() -> (tempfile::TempDir, PresentationStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&dir.path().join("sub/g.db"), Duration::from_secs(5)).unwrap();
+        (dir, PresentationStore::new(db))
+    }
+
+    #[test]
+    fn presents_each_guideline_once_per_session() {
+        let (_d, s) = store();
+        let all = |v: Vec<&'static str>| v;
+        assert_eq!(s.present_new("s1", &["a", "b"], None, all).unwrap(), vec!["a", "b"]);
+        assert_eq!(s.present_new("s1", &["a", "b", "c"], None, all).unwrap(), vec!["c"]);
+        assert_eq!(s.present_new("s2", &["a"], None, all).unwrap(), vec!["a"]);
+        assert_eq!(s.reset_session("s1").unwrap(), 3);
+        assert_eq!(s.present_new("s1", &["a"], None, all).unwrap(), vec!["a"]);
+    }
+
+    #[test]
+    fn only_selected_ones_are_recorded() {
+        let (_d, s) = store();
+        let first = |v: Vec<&'static str>| v.into_iter().take(1).collect();
+        assert_eq!(s.present_new("s", &["a", "b"], None, first).unwrap(), vec!["a"]);
+        assert_eq!(s.present_new("s", &["a", "b"], None, first).unwrap(), vec!["b"]);
+    }
+
+    #[test]
+    fn an_expired_deadline_records_nothing() {
+        let (_d, s) = store();
+        let past = Instant::now() - Duration::from_millis(1);
+        let err = s.present_new("s", &["a"], Some(past), |v| v).unwrap_err();
+        assert!(matches!(err, StoreError::DeadlineExceeded));
+        assert!(s.presented("s", &["a"]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn presented_at_is_rfc3339_utc_seconds() {
+        let (dir, s) = store();
+        s.present_new("s", &["a"], None, |v| v).unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join("sub/g.db")).unwrap();
+        let at: String = conn
+            .query_row("SELECT presented_at FROM presentation", [], |r| r.get(0))
+            .unwrap();
+        let shape = regex::Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$").unwrap();
+        assert!(shape.is_match(&at), "{at}");
+    }
+}
