@@ -13,8 +13,18 @@ fn main() {
     files.sort();
     let mut out = String::from("/// Every file of the sample guidebook: path relative to the root, and content.\npub const SAMPLE_FILES: &[(&str, &str)] = &[\n");
     for f in files {
-        let rel = f.strip_prefix(&root).unwrap().to_str().unwrap().replace('\\', "/");
-        writeln!(out, "    ({rel:?}, include_str!({:?})),", f.to_str().unwrap()).unwrap();
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .replace('\\', "/");
+        writeln!(
+            out,
+            "    ({rel:?}, include_str!({:?})),",
+            f.to_str().unwrap()
+        )
+        .unwrap();
     }
     out.push_str("];\n");
     let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("sample_guidebook.rs");
@@ -22,10 +32,14 @@ fn main() {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let p = e.path();
-        if p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+        if p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        {
             continue;
         }
         if p.is_dir() {

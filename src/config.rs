@@ -87,8 +87,9 @@ impl Settings {
         let abs = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
         let home = match env("ADAPTIVE_GUIDEBOOK_HOME") {
             Some(h) => abs(PathBuf::from(h)),
-            None => PathBuf::from(env("HOME").ok_or(ConfigError::NoHome)?)
-                .join(".adaptive-guidebook"),
+            None => {
+                PathBuf::from(env("HOME").ok_or(ConfigError::NoHome)?).join(".adaptive-guidebook")
+            }
         };
 
         let explicit_config = overrides
@@ -100,7 +101,10 @@ impl Settings {
             .clone()
             .unwrap_or_else(|| home.join("config.yaml"));
         let (file, config) = match std::fs::read_to_string(&config_path) {
-            Ok(text) => (parse_config(&config_path, &text)?, Some(config_path.clone())),
+            Ok(text) => (
+                parse_config(&config_path, &text)?,
+                Some(config_path.clone()),
+            ),
             // Only the default location is optional: a config the user named must exist.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit_config.is_none() => {
                 (ConfigFile::default(), None)
@@ -243,7 +247,11 @@ mod tests {
             env(&[("ADAPTIVE_GUIDEBOOK_HOME", home)]),
         )
         .unwrap();
-        assert_eq!(s.db, dir.path().join("rel.db"), "relative to the config file");
+        assert_eq!(
+            s.db,
+            dir.path().join("rel.db"),
+            "relative to the config file"
+        );
     }
 
     #[test]

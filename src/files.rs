@@ -97,7 +97,10 @@ mod tests {
         let fifo = dir.path().join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert_eq!(read_capped(&fifo, 10).unwrap_err(), Skip::NotRegular("fifo"));
+        assert_eq!(
+            read_capped(&fifo, 10).unwrap_err(),
+            Skip::NotRegular("fifo")
+        );
     }
 
     #[test]

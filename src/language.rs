@@ -112,10 +112,33 @@ mod tests {
 
     #[test]
     fn every_produced_language_is_known() {
-        for ext in ["kt", "java", "py", "ts", "js", "rs", "go", "md", "yml", "json", "toml", "sh",
-            "sql", "gradle", "scala", "c", "cpp", "cs", "rb", "php", "swift", "properties", "xml",
-            "html", "css"]
-        {
+        for ext in [
+            "kt",
+            "java",
+            "py",
+            "ts",
+            "js",
+            "rs",
+            "go",
+            "md",
+            "yml",
+            "json",
+            "toml",
+            "sh",
+            "sql",
+            "gradle",
+            "scala",
+            "c",
+            "cpp",
+            "cs",
+            "rb",
+            "php",
+            "swift",
+            "properties",
+            "xml",
+            "html",
+            "css",
+        ] {
             let lang = language_of(Path::new(&format!("/x/f.{ext}"))).unwrap();
             assert!(is_known(lang), "{lang}");
         }

@@ -15,7 +15,11 @@ fn main() -> ExitCode {
     };
     // The daemon logs at info by default; one-shot commands only warn, so their output stays
     // clean. RUST_LOG overrides both.
-    let default = if matches!(cli.command, Command::Serve { .. }) { "info" } else { "warn" };
+    let default = if matches!(cli.command, Command::Serve { .. }) {
+        "info"
+    } else {
+        "warn"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()

@@ -185,7 +185,10 @@ pub fn normalize_remote(url: &str) -> Option<String> {
 fn clean(path: &str) -> Option<String> {
     let path = path.split(['?', '#']).next().unwrap_or("");
     let path = path.trim_matches('/');
-    let path = path.strip_suffix(".git").unwrap_or(path).trim_end_matches('/');
+    let path = path
+        .strip_suffix(".git")
+        .unwrap_or(path)
+        .trim_end_matches('/');
     (!path.is_empty()).then(|| path.to_string())
 }
 

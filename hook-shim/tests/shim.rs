@@ -475,7 +475,10 @@ fn socket_precedence_flag_then_env_then_home_dir() {
         "{}",
         run.stderr
     );
-    assert_eq!(request_json(&sidecar.join())["params"]["sessionId"], CODEX_SESSION);
+    assert_eq!(
+        request_json(&sidecar.join())["params"]["sessionId"],
+        CODEX_SESSION
+    );
 }
 
 #[test]

@@ -17,7 +17,12 @@ pub enum CallError {
 }
 
 /// Calls `method` with `params` and returns its result.
-pub fn call(settings: &Settings, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
+pub fn call(
+    settings: &Settings,
+    method: &str,
+    params: Value,
+    timeout: Duration,
+) -> Result<Value, CallError> {
     let deadline = Instant::now() + timeout;
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
         .to_string();

@@ -27,7 +27,8 @@ pub fn run(
         .map(|f| cwd.join(f).display().to_string())
         .collect();
     let params = serde_json::json!({"filepaths": filepaths, "sessionId": session});
-    let explanation: Explanation = match call(settings, "explain", params, Duration::from_secs(10)) {
+    let explanation: Explanation = match call(settings, "explain", params, Duration::from_secs(10))
+    {
         Ok(v) => serde_json::from_value(v)
             .map_err(|e| CliError::Sidecar(format!("unexpected explain answer: {e}")))?,
         Err(CallError::Unreachable(why)) => {
@@ -74,9 +75,23 @@ fn table(e: &Explanation) -> String {
         let repo = f.repository.clone().unwrap_or_else(|| "-".into());
         let lang = f.language.clone().unwrap_or_else(|| "-".into());
         if let Some(why) = &f.skipped {
-            rows.push([f.path.clone(), repo.clone(), lang.clone(), format!("(skipped: {why})"), String::new(), String::new()]);
+            rows.push([
+                f.path.clone(),
+                repo.clone(),
+                lang.clone(),
+                format!("(skipped: {why})"),
+                String::new(),
+                String::new(),
+            ]);
         } else if f.matches.is_empty() {
-            rows.push([f.path.clone(), repo.clone(), lang.clone(), "(no match)".into(), String::new(), String::new()]);
+            rows.push([
+                f.path.clone(),
+                repo.clone(),
+                lang.clone(),
+                "(no match)".into(),
+                String::new(),
+                String::new(),
+            ]);
         }
         for m in &f.matches {
             let id = if presented(&m.id) {
@@ -84,7 +99,14 @@ fn table(e: &Explanation) -> String {
             } else {
                 m.id.clone()
             };
-            rows.push([f.path.clone(), repo.clone(), lang.clone(), id, m.line.to_string(), m.pattern.clone()]);
+            rows.push([
+                f.path.clone(),
+                repo.clone(),
+                lang.clone(),
+                id,
+                m.line.to_string(),
+                m.pattern.clone(),
+            ]);
         }
     }
     let mut widths = [0usize; 6];

@@ -4,6 +4,7 @@
 mod check;
 mod client;
 mod explain;
+mod search;
 mod serve;
 mod status;
 
@@ -15,7 +16,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::config::{ConfigError, Overrides, Settings};
 
 #[derive(Debug, Parser)]
-#[command(name = "guidebook", version, about = "Adaptive Guidebook: team guidelines for coding agents at the moment of change")]
+#[command(
+    name = "guidebook",
+    version,
+    about = "Adaptive Guidebook: team guidelines for coding agents at the moment of change"
+)]
 pub struct Cli {
     /// The sidecar's Unix socket [env: ADAPTIVE_GUIDEBOOK_SOCKET]
     #[arg(long, global = true, value_name = "PATH")]
@@ -45,9 +50,7 @@ pub enum Command {
         log_format: LogFormat,
     },
     /// Validate every guideline.yaml under DIR (default: the guidebook root); exit 1 on any error.
-    Check {
-        dir: Option<PathBuf>,
-    },
+    Check { dir: Option<PathBuf> },
     /// Show which guidelines apply to and match FILEs, and why. Records nothing.
     Explain {
         /// Also show whether each guideline was already presented in this session.
@@ -56,6 +59,14 @@ pub enum Command {
         /// Print the raw `explain` result as JSON.
         #[arg(long)]
         json: bool,
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Run one `search` in this process, without a sidecar: load the guidebook, open the
+    /// database, read the files, record and print what a hook would be shown (JSON).
+    Search {
+        #[arg(long, value_name = "ID")]
+        session: String,
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -114,6 +125,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
             files,
         } => explain::run(&settings, session, json, files),
+        Command::Search { session, files } => search::run(&settings, session, files),
         Command::Status { json } => status::run(&settings, json),
     }
 }

@@ -32,16 +32,17 @@ pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
             source,
         })?;
     runtime.block_on(async {
-        let listener = tokio::net::UnixListener::from_std(
-            bound.listener.try_clone().map_err(|source| CliError::Io {
-                doing: "cloning the listening socket".into(),
+        let listener =
+            tokio::net::UnixListener::from_std(bound.listener.try_clone().map_err(|source| {
+                CliError::Io {
+                    doing: "cloning the listening socket".into(),
+                    source,
+                }
+            })?)
+            .map_err(|source| CliError::Io {
+                doing: "registering the listening socket".into(),
                 source,
-            })?,
-        )
-        .map_err(|source| CliError::Io {
-            doing: "registering the listening socket".into(),
-            source,
-        })?;
+            })?;
         let reloader = tokio::spawn(reload_loop(
             engine.clone(),
             Duration::from_millis(settings.reload_interval_ms.max(50)),

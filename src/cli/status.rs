@@ -10,16 +10,26 @@ use crate::config::Settings;
 use crate::rpc::status::Status;
 
 pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
-    let value = match call(settings, "status", serde_json::json!({}), Duration::from_secs(5)) {
+    let value = match call(
+        settings,
+        "status",
+        serde_json::json!({}),
+        Duration::from_secs(5),
+    ) {
         Ok(v) => v,
         Err(CallError::Unreachable(why)) => {
-            eprintln!("guidebook: the sidecar is not running ({why}); start it with `guidebook serve`");
+            eprintln!(
+                "guidebook: the sidecar is not running ({why}); start it with `guidebook serve`"
+            );
             return Ok(ExitCode::FAILURE);
         }
         Err(CallError::Failed(e)) => return Err(e),
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let s: Status = serde_json::from_value(value)

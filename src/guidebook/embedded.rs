@@ -20,7 +20,9 @@ pub fn install_sample(root: &Path) -> std::io::Result<bool> {
         .create(parent)?;
     let staging = parent.join(format!(
         ".{}.installing-{}",
-        root.file_name().and_then(|n| n.to_str()).unwrap_or("guidebook"),
+        root.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("guidebook"),
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&staging);

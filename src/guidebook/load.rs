@@ -108,7 +108,9 @@ impl<'de> Deserialize<'de> for GuidelineId {
         let s = String::deserialize(d)?;
         let ok = !s.is_empty()
             && s.len() <= 128
-            && s.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && s.bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
             && s.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
         if ok {
@@ -215,7 +217,9 @@ pub fn parse_guideline(path: &Path, text: &str) -> Result<Guideline, LoadError> 
         repositories: scope
             .repositories
             .map(|r| r.into_iter().map(|g| g.0).collect()),
-        languages: scope.languages.map(|l| l.into_iter().map(|l| l.0).collect()),
+        languages: scope
+            .languages
+            .map(|l| l.into_iter().map(|l| l.0).collect()),
         patterns: raw
             .matcher
             .any

@@ -103,7 +103,11 @@ impl Guidebook {
                 l
             }
             Err(e) => {
-                let err = LoadError::new(&self.root, None, format!("cannot read the guidebook root: {e}"));
+                let err = LoadError::new(
+                    &self.root,
+                    None,
+                    format!("cannot read the guidebook root: {e}"),
+                );
                 let changed = state.root_error.as_ref() != Some(&err);
                 if changed {
                     tracing::warn!("{err}");
@@ -233,7 +237,11 @@ mod tests {
     }
 
     fn ids(gb: &Guidebook) -> Vec<String> {
-        gb.snapshot().guidelines.iter().map(|g| g.id().to_string()).collect()
+        gb.snapshot()
+            .guidelines
+            .iter()
+            .map(|g| g.id().to_string())
+            .collect()
     }
 
     #[test]
@@ -244,7 +252,11 @@ mod tests {
         assert_eq!(ids(&gb), vec!["alpha"]);
 
         // Broken: an invalid regex. The old guideline stays, the error names file and line.
-        std::fs::write(&p, "id: alpha\nmatch:\n  any:\n    - regex:\n        pattern: 'foo('\ncontent: x\n").unwrap();
+        std::fs::write(
+            &p,
+            "id: alpha\nmatch:\n  any:\n    - regex:\n        pattern: 'foo('\ncontent: x\n",
+        )
+        .unwrap();
         assert!(matches!(gb.reload(), ReloadOutcome::Swapped { .. }));
         let s = gb.snapshot();
         assert_eq!(ids(&gb), vec!["alpha"]);

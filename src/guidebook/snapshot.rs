@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
@@ -28,16 +28,30 @@ pub struct Scope {
     pub languages: Option<Vec<&'static str>>,
 }
 
-/// A guideline ready for matching, with the regexes `explain` uses to find the first line.
+/// A guideline ready for matching. Its own regexes are only needed to locate the first
+/// matching line (`explain`) or when the combined set could not be built, so they are compiled
+/// on first use: compiling every pattern a second time would double the cost of each reload.
 #[derive(Debug)]
 pub struct CompiledGuideline {
     pub guideline: Arc<Guideline>,
-    regexes: Vec<Regex>,
+    regexes: OnceLock<Vec<Regex>>,
 }
 
 impl CompiledGuideline {
     pub fn id(&self) -> &str {
         &self.guideline.id
+    }
+
+    fn regexes(&self) -> &[Regex] {
+        self.regexes.get_or_init(|| {
+            // Every pattern compiled once already, at load time; a failure here cannot happen
+            // and would only make the guideline match less.
+            self.guideline
+                .patterns
+                .iter()
+                .filter_map(|p| compile_pattern(p).ok())
+                .collect()
+        })
     }
 }
 
@@ -71,7 +85,11 @@ pub struct GuidelineSnapshot {
 
 impl GuidelineSnapshot {
     /// Compiles `guidelines` (ids must be unique) into a snapshot.
-    pub fn build(root: PathBuf, mut guidelines: Vec<Arc<Guideline>>, errors: Vec<LoadError>) -> Self {
+    pub fn build(
+        root: PathBuf,
+        mut guidelines: Vec<Arc<Guideline>>,
+        errors: Vec<LoadError>,
+    ) -> Self {
         guidelines.sort_by(|a, b| a.id.cmp(&b.id));
         let mut owners = Vec::new();
         let mut patterns = Vec::new();
@@ -93,20 +111,19 @@ impl GuidelineSnapshot {
                         repo_glob_owner.push(gi as u32);
                     }
                 }
-                let regexes = g
-                    .patterns
-                    .iter()
-                    .filter_map(|p| compile_pattern(p).ok())
-                    .collect();
                 CompiledGuideline {
                     guideline: g,
-                    regexes,
+                    regexes: OnceLock::new(),
                 }
             })
             .collect();
         let matcher = match RegexSetBuilder::new(&patterns)
             .multi_line(true)
-            .size_limit(REGEX_SIZE_LIMIT.saturating_mul(patterns.len().max(1)).min(1 << 30))
+            .size_limit(
+                REGEX_SIZE_LIMIT
+                    .saturating_mul(patterns.len().max(1))
+                    .min(1 << 30),
+            )
             .dfa_size_limit(64 << 20)
             .build()
         {
@@ -174,7 +191,7 @@ impl GuidelineSnapshot {
             }
             Matcher::EachPattern => {
                 for (g, cg) in self.guidelines.iter().enumerate() {
-                    hit[g] = applicable[g] && cg.regexes.iter().any(|r| r.is_match(content));
+                    hit[g] = applicable[g] && cg.regexes().iter().any(|r| r.is_match(content));
                 }
             }
         }
@@ -189,7 +206,7 @@ impl GuidelineSnapshot {
     pub fn first_match(&self, guideline: usize, content: &[u8]) -> Option<(usize, &str)> {
         let g = &self.guidelines[guideline];
         let (start, pi) = g
-            .regexes
+            .regexes()
             .iter()
             .enumerate()
             .filter_map(|(pi, r)| r.find(content).map(|m| (m.start(), pi)))
@@ -200,16 +217,18 @@ impl GuidelineSnapshot {
 
     /// Index of a guideline by id.
     pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.guidelines
-            .binary_search_by(|g| g.id().cmp(id))
-            .ok()
+        self.guidelines.binary_search_by(|g| g.id().cmp(id)).ok()
     }
 
     /// How many patterns the snapshot holds (for logs and `status`).
     pub fn pattern_count(&self) -> usize {
         match &self.matcher {
             Matcher::Set { owners, .. } => owners.len(),
-            Matcher::EachPattern => self.guidelines.iter().map(|g| g.regexes.len()).sum(),
+            Matcher::EachPattern => self
+                .guidelines
+                .iter()
+                .map(|g| g.guideline.patterns.len())
+                .sum(),
         }
     }
 
@@ -228,7 +247,12 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    fn g(id: &str, repos: Option<&[&str]>, langs: Option<&[&'static str]>, pats: &[&str]) -> Arc<Guideline> {
+    fn g(
+        id: &str,
+        repos: Option<&[&str]>,
+        langs: Option<&[&'static str]>,
+        pats: &[&str],
+    ) -> Arc<Guideline> {
         Arc::new(Guideline {
             id: id.into(),
             repositories: repos.map(|r| r.iter().map(|s| s.to_string()).collect()),
@@ -247,14 +271,21 @@ mod tests {
                 g("zeta", None, None, &["TODO"]),
                 g("backend", Some(&["acme/backend-*"]), None, &["println"]),
                 g("all-acme", Some(&["ACME/**"]), None, &["println"]),
-                g("kotlin", None, Some(&["kotlin"]), &["runBlocking", "^import"]),
+                g(
+                    "kotlin",
+                    None,
+                    Some(&["kotlin"]),
+                    &["runBlocking", "^import"],
+                ),
             ],
             vec![],
         )
     }
 
     fn ids(s: &GuidelineSnapshot, idx: &[usize]) -> Vec<String> {
-        idx.iter().map(|i| s.guidelines[*i].id().to_string()).collect()
+        idx.iter()
+            .map(|i| s.guidelines[*i].id().to_string())
+            .collect()
     }
 
     #[test]
@@ -266,8 +297,14 @@ mod tests {
             m(Some("acme/backend-order"), Some("kotlin")),
             vec!["all-acme", "backend", "kotlin", "zeta"]
         );
-        assert_eq!(m(Some("acme/frontend-web"), Some("java")), vec!["all-acme", "zeta"]);
-        assert_eq!(m(Some("acme/backend-order/sub"), None), vec!["all-acme", "zeta"]);
+        assert_eq!(
+            m(Some("acme/frontend-web"), Some("java")),
+            vec!["all-acme", "zeta"]
+        );
+        assert_eq!(
+            m(Some("acme/backend-order/sub"), None),
+            vec!["all-acme", "zeta"]
+        );
         assert_eq!(m(None, Some("kotlin")), vec!["kotlin", "zeta"]);
         assert_eq!(m(Some("other/backend-order"), None), vec!["zeta"]);
     }
@@ -280,13 +317,19 @@ mod tests {
             s.first_match(k, b"a\nb runBlocking\nimport c\n"),
             Some((2, "runBlocking"))
         );
-        assert_eq!(s.first_match(k, b"package a\nimport c\n"), Some((2, "^import")));
+        assert_eq!(
+            s.first_match(k, b"package a\nimport c\n"),
+            Some((2, "^import"))
+        );
     }
 
     #[test]
     fn matches_non_utf8_content() {
         let s = snapshot();
         let all = vec![true; s.guidelines.len()];
-        assert_eq!(ids(&s, &s.matching(b"\xff\xfe TODO \x00", &all)), vec!["zeta"]);
+        assert_eq!(
+            ids(&s, &s.matching(b"\xff\xfe TODO \x00", &all)),
+            vec!["zeta"]
+        );
     }
 }

@@ -81,7 +81,10 @@ pub fn handle(engine: &Engine, params: Params) -> Result<Explanation, RpcError> 
         })
         .collect();
 
-    let ids: Vec<&str> = matched.iter().map(|i| snapshot.guidelines[*i].id()).collect();
+    let ids: Vec<&str> = matched
+        .iter()
+        .map(|i| snapshot.guidelines[*i].id())
+        .collect();
     let presented = match &params.session_id {
         Some(s) => engine.presentations.presented(s, &ids)?,
         None => Default::default(),

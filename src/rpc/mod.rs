@@ -27,23 +27,33 @@ pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
     let mut m = RpcModule::from_arc(engine);
     m.register_blocking_method("search", |p, e, _| {
         let received = Instant::now();
-        parse(&p).and_then(|p| search::handle(&e, p, received)).map_err(RpcError::into_object)
+        parse(&p)
+            .and_then(|p| search::handle(&e, p, received))
+            .map_err(RpcError::into_object)
     })
     .expect("unique method name");
     m.register_blocking_method("explain", |p, e, _| {
-        parse(&p).and_then(|p| explain::handle(&e, p)).map_err(RpcError::into_object)
+        parse(&p)
+            .and_then(|p| explain::handle(&e, p))
+            .map_err(RpcError::into_object)
     })
     .expect("unique method name");
     m.register_blocking_method("resetSession", |p, e, _| {
-        parse(&p).and_then(|p| reset_session::handle(&e, p)).map_err(RpcError::into_object)
+        parse(&p)
+            .and_then(|p| reset_session::handle(&e, p))
+            .map_err(RpcError::into_object)
     })
     .expect("unique method name");
     m.register_method("status", |p, e, _| {
-        parse(&p).map(|p| status::handle(e, p)).map_err(RpcError::into_object)
+        parse(&p)
+            .map(|p| status::handle(e, p))
+            .map_err(RpcError::into_object)
     })
     .expect("unique method name");
     m.register_method("rpc.discover", |p, _, _| {
-        parse::<discover::Params>(&p).map(|_| discover::handle()).map_err(RpcError::into_object)
+        parse::<discover::Params>(&p)
+            .map(|_| discover::handle())
+            .map_err(RpcError::into_object)
     })
     .expect("unique method name");
     m
@@ -63,7 +73,11 @@ pub fn parse<T: DeserializeOwned>(params: &Params) -> Result<T, RpcError> {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         // serde_json appends " at line 1 column N", which means nothing to a caller.
-        let inner = inner.split(" at line ").next().unwrap_or(&inner).to_string();
+        let inner = inner
+            .split(" at line ")
+            .next()
+            .unwrap_or(&inner)
+            .to_string();
         RpcError::InvalidParams(if path == "." {
             inner
         } else {
@@ -75,7 +89,9 @@ pub fn parse<T: DeserializeOwned>(params: &Params) -> Result<T, RpcError> {
 /// Checks that a required string param is not empty.
 pub(crate) fn non_empty(name: &str, value: &str) -> Result<(), RpcError> {
     if value.is_empty() {
-        Err(RpcError::InvalidParams(format!("{name}: must not be empty")))
+        Err(RpcError::InvalidParams(format!(
+            "{name}: must not be empty"
+        )))
     } else {
         Ok(())
     }

@@ -26,7 +26,11 @@ pub struct FoundGuideline {
     pub content: String,
 }
 
-pub fn handle(engine: &Engine, params: Params, received: Instant) -> Result<Vec<FoundGuideline>, RpcError> {
+pub fn handle(
+    engine: &Engine,
+    params: Params,
+    received: Instant,
+) -> Result<Vec<FoundGuideline>, RpcError> {
     non_empty("sessionId", &params.session_id)?;
     absolute_paths(&params.filepaths)?;
     let deadline = params
@@ -54,9 +58,10 @@ pub fn handle(engine: &Engine, params: Params, received: Instant) -> Result<Vec<
         .filter(|(_, m)| **m)
         .map(|(i, _)| snapshot.guidelines[i].id())
         .collect();
-    let shown = engine
-        .presentations
-        .present_new(&params.session_id, &candidates, deadline, |unseen| unseen)?;
+    let shown =
+        engine
+            .presentations
+            .present_new(&params.session_id, &candidates, deadline, |unseen| unseen)?;
     Ok(shown
         .into_iter()
         .filter_map(|id| snapshot.index_of(id))

@@ -75,7 +75,10 @@ pub async fn run(
     drop(listener);
     let _ = server_handle.stop();
     let in_flight = connections.len();
-    tracing::info!(connections = in_flight, "shutting down: draining in-flight requests");
+    tracing::info!(
+        connections = in_flight,
+        "shutting down: draining in-flight requests"
+    );
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
         while connections.join_next().await.is_some() {}
     })

@@ -163,7 +163,10 @@ mod tests {
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(&home), 0o700);
         // A second daemon is refused while the first lives.
-        assert!(matches!(bind(&path, &home), Err(SocketError::AlreadyRunning(_))));
+        assert!(matches!(
+            bind(&path, &home),
+            Err(SocketError::AlreadyRunning(_))
+        ));
         // A crash leaves the socket file behind with nobody listening: it is replaced.
         std::mem::forget(bound.listener.try_clone().unwrap());
         let stale_ino = bound.ino;

@@ -114,7 +114,8 @@ impl Database {
             tx.pragma_update(None, "user_version", i as i64 + 1)
                 .map_err(StoreError::sql("recording the schema version"))?;
         }
-        tx.commit().map_err(StoreError::sql("committing the schema migration"))
+        tx.commit()
+            .map_err(StoreError::sql("committing the schema migration"))
     }
 
     /// A connection whose busy timeout is cut to what is left of `deadline`, so that waiting

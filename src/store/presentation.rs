@@ -82,8 +82,11 @@ impl PresentationStore {
     /// Forgets everything this session was shown; returns how many rows went.
     pub fn reset_session(&self, session_id: &str) -> Result<usize, StoreError> {
         let conn = self.db.conn(None)?;
-        conn.execute("DELETE FROM presentation WHERE session_id = ?1", [session_id])
-            .map_err(StoreError::sql("clearing a session's presentations"))
+        conn.execute(
+            "DELETE FROM presentation WHERE session_id = ?1",
+            [session_id],
+        )
+        .map_err(StoreError::sql("clearing a session's presentations"))
     }
 }
 
@@ -129,8 +132,14 @@ mod tests {
     fn presents_each_guideline_once_per_session() {
         let (_d, s) = store();
         let all = |v: Vec<&'static str>| v;
-        assert_eq!(s.present_new("s1", &["a", "b"], None, all).unwrap(), vec!["a", "b"]);
-        assert_eq!(s.present_new("s1", &["a", "b", "c"], None, all).unwrap(), vec!["c"]);
+        assert_eq!(
+            s.present_new("s1", &["a", "b"], None, all).unwrap(),
+            vec!["a", "b"]
+        );
+        assert_eq!(
+            s.present_new("s1", &["a", "b", "c"], None, all).unwrap(),
+            vec!["c"]
+        );
         assert_eq!(s.present_new("s2", &["a"], None, all).unwrap(), vec!["a"]);
         assert_eq!(s.reset_session("s1").unwrap(), 3);
         assert_eq!(s.present_new("s1", &["a"], None, all).unwrap(), vec!["a"]);
@@ -140,8 +149,14 @@ mod tests {
     fn only_selected_ones_are_recorded() {
         let (_d, s) = store();
         let first = |v: Vec<&'static str>| v.into_iter().take(1).collect();
-        assert_eq!(s.present_new("s", &["a", "b"], None, first).unwrap(), vec!["a"]);
-        assert_eq!(s.present_new("s", &["a", "b"], None, first).unwrap(), vec!["b"]);
+        assert_eq!(
+            s.present_new("s", &["a", "b"], None, first).unwrap(),
+            vec!["a"]
+        );
+        assert_eq!(
+            s.present_new("s", &["a", "b"], None, first).unwrap(),
+            vec!["b"]
+        );
     }
 
     #[test]

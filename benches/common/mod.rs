@@ -1,0 +1,178 @@
+//! A deterministic synthetic workload shared by the benchmarks: a guidebook of N guidelines
+//! with 1–3 regexes each (shaped like real ones: identifiers, annotations, call sites, config
+//! keys) and Kotlin files of about 20 KB in a git repository with a real `origin`.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A small xorshift generator: the workload must be identical run to run, and a dependency for
+/// this would be overkill.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const WORDS: &[&str] = &[
+    "order",
+    "payment",
+    "invoice",
+    "customer",
+    "account",
+    "ledger",
+    "shipment",
+    "cart",
+    "catalog",
+    "pricing",
+    "refund",
+    "session",
+    "token",
+    "inventory",
+    "warehouse",
+    "audit",
+];
+
+fn camel(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Pattern shapes seen in real guidebooks; `{n}` and `{w}` make each one distinct.
+fn pattern(rng: &mut Rng, n: usize) -> String {
+    let w = WORDS[rng.below(WORDS.len() as u64) as usize];
+    let cw = camel(&[w]);
+    match rng.below(8) {
+        0 => format!(r"\b{w}Client{n}\s*\.\s*(get|post|put)\s*\("),
+        1 => format!(r"import\s+com\.acme\.legacy\.{w}{n}\b"),
+        2 => format!(r"@Deprecated{cw}{n}\b"),
+        3 => format!(r"(?i)todo[-_ ]{w}-{n}"),
+        4 => format!(r"val\s+\w+{cw}Config{n}\s*="),
+        5 => format!(r#""{w}\.endpoint\.{n}"\s*[:=]"#),
+        6 => format!(r"{cw}Repository{n}\.find(All|By\w+)\("),
+        _ => format!(r"Thread\.sleep\(\s*{n}\d{{2,}}\s*\)"),
+    }
+}
+
+/// Writes `count` guidelines under `root/guidelines/gNNNN/guideline.yaml`. About a third are
+/// scoped to Kotlin, a sixth to Java, a sixth to YAML, the rest unscoped; a quarter carry a
+/// repository scope.
+pub fn write_guidebook(root: &Path, count: usize, seed: u64) {
+    let mut rng = Rng::new(seed);
+    for i in 0..count {
+        let dir = root.join("guidelines").join(format!("g{i:05}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut yaml = format!("id: g{i:05}\n");
+        let langs = match rng.below(6) {
+            0 | 1 => Some("[kotlin]"),
+            2 => Some("[java]"),
+            3 => Some("[yaml]"),
+            _ => None,
+        };
+        let repos = match rng.below(8) {
+            0 => Some("['acme/backend-*']"),
+            1 => Some("['acme/**']"),
+            _ => None,
+        };
+        if langs.is_some() || repos.is_some() {
+            yaml.push_str("scope:\n");
+            if let Some(r) = repos {
+                yaml.push_str(&format!("  repositories: {r}\n"));
+            }
+            if let Some(l) = langs {
+                yaml.push_str(&format!("  languages: {l}\n"));
+            }
+        }
+        yaml.push_str("match:\n  any:\n");
+        for _ in 0..1 + rng.below(3) {
+            let p = pattern(&mut rng, i);
+            yaml.push_str(&format!(
+                "    - regex:\n        pattern: '{}'\n",
+                p.replace('\'', "''")
+            ));
+        }
+        yaml.push_str(&format!(
+            "content: |\n  Guideline {i}: keep the {} module's calls behind its port and document why.\n",
+            WORDS[i % WORDS.len()]
+        ));
+        std::fs::write(dir.join("guideline.yaml"), yaml).unwrap();
+    }
+}
+
+/// Writes `count` Kotlin files of about `bytes` bytes each into `dir`; each contains a few
+/// lines that trigger guidelines with numbers below `guidelines`.
+pub fn write_kotlin_files(
+    dir: &Path,
+    count: usize,
+    bytes: usize,
+    guidelines: usize,
+    seed: u64,
+) -> Vec<PathBuf> {
+    let mut rng = Rng::new(seed);
+    std::fs::create_dir_all(dir).unwrap();
+    (0..count)
+        .map(|f| {
+            let mut s = format!("package com.acme.backend.file{f}\n\nimport kotlinx.coroutines.flow.Flow\nimport org.springframework.stereotype.Service\n\n");
+            let mut fun = 0;
+            while s.len() < bytes {
+                let w = WORDS[rng.below(WORDS.len() as u64) as usize];
+                let cw = camel(&[w]);
+                s.push_str(&format!(
+                    "@Service\nclass {cw}Service{f}x{fun}(private val repo: {cw}Repository) {{\n    suspend fun handle{cw}(id: Long, request: {cw}Request): {cw}Response {{\n        val existing = repo.findById(id) ?: throw NotFoundException(\"{w} $id\")\n        val updated = existing.copy(status = request.status, updatedAt = clock.now())\n        logger.info(\"updated {w} {{}}\", id)\n        return {cw}Response.from(repo.save(updated))\n    }}\n}}\n\n"
+                ));
+                if rng.below(4) == 0 {
+                    let n = rng.below(guidelines as u64);
+                    s.push_str(&format!("// todo-{w}-{n}: revisit\nval x{fun} = {w}Client{n}.get(\"/{w}\")\n"));
+                }
+                fun += 1;
+            }
+            let p = dir.join(format!("File{f}.kt"));
+            std::fs::write(&p, s).unwrap();
+            p
+        })
+        .collect()
+}
+
+/// `git init` + `git remote add origin URL` in `dir`.
+pub fn git_repo(dir: &Path, origin: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    for args in [vec!["init", "-q"], vec!["remote", "add", "origin", origin]] {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(&args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+}
+
+/// Median and the given percentile of `samples` (sorted in place), in the samples' unit.
+pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[idx.min(samples.len() - 1)]
+}

@@ -1,0 +1,206 @@
+//! End-to-end hook latency, measured side by side in one run: spawning `guidebook-hook` with a
+//! Codex `apply_patch` event until its output is printed (warm sidecar), the same search done
+//! by a cold one-shot process (`guidebook search`: load, compile, open SQLite, read, record),
+//! a JSON-RPC round trip to the warm sidecar from an already running process, and the floor
+//! (spawning `/bin/true`). Workload: 1,000 guidelines of 1–3 regexes, 10 Kotlin files of
+//! ~20 KB. Prints medians, p99s and ratios; writes them to target/bench-results/.
+//!
+//! Run with `benches/hook-latency.sh` (builds the release binaries first).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // `cargo bench` passes `--bench`; anything else in the argument list is ignored.
+    let runs: usize = std::env::var("HOOK_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let cold_runs: usize = std::env::var("HOOK_BENCH_COLD_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let _ = args;
+
+    let guidebook = PathBuf::from(env!("CARGO_BIN_EXE_guidebook"));
+    let shim = guidebook.parent().unwrap().join("guidebook-hook");
+    if !shim.exists() {
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "-p", "guidebook-hook"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "building guidebook-hook failed");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let root = dir.path().join("guidebook");
+    let repo = dir.path().join("repo");
+    common::write_guidebook(&root, 1000, 7);
+    common::git_repo(&repo, "git@github.com:acme/backend-order.git");
+    let files = common::write_kotlin_files(&repo.join("src"), 10, 20_000, 1000, 11);
+    let socket = home.join("sidecar.sock");
+
+    let mut daemon = Command::new(&guidebook)
+        .arg("serve")
+        .env("ADAPTIVE_GUIDEBOOK_HOME", &home)
+        .env("ADAPTIVE_GUIDEBOOK_ROOT", &root)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready = Instant::now();
+    while UnixStream::connect(&socket).is_err() {
+        assert!(
+            ready.elapsed() < Duration::from_secs(30),
+            "sidecar did not start"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    let patch: String = files
+        .iter()
+        .map(|f| format!("*** Update File: {}\n@@\n-a\n+b\n", f.display()))
+        .collect();
+    let event = |session: &str| {
+        serde_json::json!({
+            "session_id": session, "turn_id": "t", "transcript_path": null,
+            "cwd": repo.display().to_string(), "hook_event_name": "PostToolUse",
+            "model": "gpt-5.1-codex", "permission_mode": "default", "tool_name": "apply_patch",
+            "tool_input": {"command": format!("*** Begin Patch\n{patch}*** End Patch\n")},
+            "tool_response": "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess.\n",
+            "tool_use_id": "call_1"
+        })
+        .to_string()
+    };
+    let spawn_timed = |cmd: &mut Command, stdin: &[u8]| -> (Duration, Vec<u8>) {
+        let start = Instant::now();
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let mut out = Vec::new();
+        child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+        child.wait().unwrap();
+        (start.elapsed(), out)
+    };
+    let hook = |session: &str| {
+        spawn_timed(
+            Command::new(&shim).env("ADAPTIVE_GUIDEBOOK_SOCKET", &socket),
+            event(session).as_bytes(),
+        )
+    };
+    let cold = |session: &str| {
+        let mut cmd = Command::new(&guidebook);
+        cmd.arg("search")
+            .arg("--session")
+            .arg(session)
+            .args(&files)
+            .env("ADAPTIVE_GUIDEBOOK_HOME", &home)
+            .env("ADAPTIVE_GUIDEBOOK_ROOT", &root)
+            .env("RUST_LOG", "error");
+        spawn_timed(&mut cmd, b"")
+    };
+    let floor = || spawn_timed(&mut Command::new("/bin/true"), b"");
+    let rpc = |session: &str| rpc_round_trip(&socket, session, &files);
+
+    // Warm-up, and a check that every path really does the work.
+    let (_, out) = hook("warmup");
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.contains("additionalContext"),
+        "the hook printed no guidelines: {text}"
+    );
+    let shown = text.matches("\\n\\n[g").count();
+    let (_, out) = cold("warmup-cold");
+    assert!(
+        String::from_utf8_lossy(&out).contains("\"id\""),
+        "the cold search found nothing"
+    );
+    for i in 0..20 {
+        hook(&format!("w{i}"));
+        floor();
+    }
+
+    let (mut t_hook, mut t_floor, mut t_rpc, mut t_cold) = (vec![], vec![], vec![], vec![]);
+    // Interleaved, so that whatever else the machine does affects every series alike.
+    for i in 0..runs {
+        // A new session each time: every hook really presents its guidelines.
+        t_hook.push(ms(hook(&format!("h{i}")).0));
+        t_floor.push(ms(floor().0));
+        t_rpc.push(ms(rpc(&format!("r{i}"))));
+        if i % (runs / cold_runs.max(1)).max(1) == 0 && t_cold.len() < cold_runs {
+            t_cold.push(ms(cold(&format!("c{i}")).0));
+        }
+    }
+    let _ = Command::new("kill").arg(daemon.id().to_string()).status();
+    let _ = daemon.wait();
+
+    let row = |name: &str, s: &mut Vec<f64>| {
+        let med = common::percentile(s, 0.5);
+        let p99 = common::percentile(s, 0.99);
+        println!("{name:<44} {:>5}  {med:>9.3}  {p99:>9.3}", s.len());
+        (med, p99)
+    };
+    println!("workload: 1000 guidelines (1-3 regexes each), 10 Kotlin files x ~20 KB, {shown} guidelines shown per hook");
+    println!(
+        "{:<44} {:>5}  {:>9}  {:>9}",
+        "series (ms)", "n", "median", "p99"
+    );
+    let floor_m = row("floor: spawn /bin/true", &mut t_floor);
+    let rpc_m = row("sidecar search, JSON-RPC round trip", &mut t_rpc);
+    let hook_m = row("hook: spawn guidebook-hook -> output (warm)", &mut t_hook);
+    let cold_m = row("cold one-shot: guidebook search", &mut t_cold);
+    println!(
+        "ratios (medians): hook/floor {:.2}x, cold/hook {:.1}x, hook - floor = {:.3} ms",
+        hook_m.0 / floor_m.0,
+        cold_m.0 / hook_m.0,
+        hook_m.0 - floor_m.0
+    );
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
+    let _ = std::fs::create_dir_all(&out);
+    let json = serde_json::json!({
+        "workload": {"guidelines": 1000, "files": 10, "fileBytes": 20000, "shownPerHook": shown},
+        "floor": {"medianMs": floor_m.0, "p99Ms": floor_m.1},
+        "rpc": {"medianMs": rpc_m.0, "p99Ms": rpc_m.1},
+        "hook": {"medianMs": hook_m.0, "p99Ms": hook_m.1},
+        "cold": {"medianMs": cold_m.0, "p99Ms": cold_m.1},
+    });
+    let _ = std::fs::write(
+        out.join("hook_latency.json"),
+        serde_json::to_string_pretty(&json).unwrap(),
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// One `search` over a fresh connection, as the shim does it, timed from connect to the last
+/// byte of the answer.
+fn rpc_round_trip(socket: &Path, session: &str, files: &[PathBuf]) -> Duration {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "search",
+        "params": {"sessionId": session, "filepaths": files}})
+    .to_string();
+    let start = Instant::now();
+    let mut s = UnixStream::connect(socket).unwrap();
+    write!(s, "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let elapsed = start.elapsed();
+    assert!(
+        out.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    elapsed
+}

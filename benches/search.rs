@@ -1,0 +1,108 @@
+//! Criterion benchmarks of the sidecar's in-process work for one `search`: the evaluation
+//! (repository identity, read, one RegexSet pass per file) with and without the SQLite commit,
+//! and the single-pass scan against a pattern-by-pattern scan on the same files.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use adaptive_guidebook::config::{Overrides, Settings};
+use adaptive_guidebook::engine::Engine;
+use adaptive_guidebook::rpc::search;
+use criterion::{criterion_group, criterion_main, Criterion};
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("guidebook");
+    let repo = dir.path().join("repo");
+    let guidelines = 1000;
+    common::write_guidebook(&root, guidelines, 7);
+    common::git_repo(&repo, "git@github.com:acme/backend-order.git");
+    let files = common::write_kotlin_files(&repo.join("src"), 10, 20_000, guidelines, 11);
+    let paths: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+
+    let overrides = Overrides {
+        guidebook_root: Some(root.clone()),
+        db: Some(dir.path().join("bench.db")),
+        socket: Some(dir.path().join("unused.sock")),
+        ..Overrides::default()
+    };
+    let settings = Settings::resolve_with(&overrides, |k| {
+        (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.path().join("home").into_os_string())
+    })
+    .unwrap();
+    let opened = Instant::now();
+    let engine = Engine::open(settings).unwrap();
+    let open_time = opened.elapsed();
+    let snapshot = engine.guidebook.snapshot();
+    assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
+    let path_refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let first = Instant::now();
+    let evaluation = engine.evaluate(&snapshot, &path_refs, false);
+    let first_scan = first.elapsed();
+    let matched: usize = evaluation.iter().map(|f| f.matches.len()).sum();
+    eprintln!(
+        "workload: {} guidelines, {} patterns, 10 Kotlin files of ~20 KB, {matched} file/guideline matches",
+        snapshot.guidelines.len(),
+        snapshot.pattern_count()
+    );
+    eprintln!(
+        "cold costs: open (load + compile + SQLite) {open_time:?}, first evaluation {first_scan:?}"
+    );
+
+    let mut g = c.benchmark_group("search_1000_guidelines_10x20KB");
+    g.bench_function("evaluate_only", |b| {
+        b.iter(|| engine.evaluate(&snapshot, &path_refs, false))
+    });
+    let session = AtomicU64::new(0);
+    g.bench_function("search_with_sqlite_commit", |b| {
+        b.iter(|| {
+            // A new session each time, so every iteration really records its guidelines.
+            let id = format!("bench-{}", session.fetch_add(1, Ordering::Relaxed));
+            let params = search::Params {
+                session_id: id,
+                filepaths: paths.clone(),
+                deadline_ms: None,
+            };
+            let found = search::handle(&engine, params, Instant::now()).unwrap();
+            assert!(!found.is_empty());
+            found
+        })
+    });
+
+    // The same files scanned once per pattern instead of once for all of them.
+    let contents: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let each: Vec<regex::bytes::Regex> = snapshot
+        .guidelines
+        .iter()
+        .flat_map(|g| g.guideline.patterns.clone())
+        .map(|p| {
+            regex::bytes::RegexBuilder::new(&p)
+                .multi_line(true)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let all = vec![true; snapshot.guidelines.len()];
+    g.bench_function("scan_regexset_single_pass", |b| {
+        b.iter(|| {
+            contents
+                .iter()
+                .map(|c| snapshot.matching(c, &all).len())
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("scan_pattern_by_pattern", |b| {
+        b.iter(|| {
+            contents
+                .iter()
+                .map(|c| each.iter().filter(|r| r.is_match(c)).count())
+                .sum::<usize>()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
