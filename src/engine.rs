@@ -65,13 +65,29 @@ impl Engine {
         paths: &[&str],
         details: bool,
     ) -> Vec<FileEvaluation> {
+        self.evaluate_until(snapshot, paths, details, None)
+            .unwrap_or_default()
+    }
+
+    /// Like [`Engine::evaluate`], but gives up (`None`) as soon as `deadline` has passed
+    /// between two files, so a caller that has stopped waiting does not keep the daemon reading.
+    pub fn evaluate_until(
+        &self,
+        snapshot: &GuidelineSnapshot,
+        paths: &[&str],
+        details: bool,
+        deadline: Option<Instant>,
+    ) -> Option<Vec<FileEvaluation>> {
         let mut done: HashMap<&str, FileEvaluation> = HashMap::new();
         let mut applicability = HashMap::new();
         paths
             .iter()
             .map(|path| {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return None;
+                }
                 if let Some(e) = done.get(path) {
-                    return e.clone();
+                    return Some(e.clone());
                 }
                 let p = Path::new(path);
                 let language = crate::language::language_of(p);
@@ -109,7 +125,7 @@ impl Engine {
                     }
                 };
                 done.insert(path, evaluation.clone());
-                evaluation
+                Some(evaluation)
             })
             .collect()
     }

@@ -399,4 +399,48 @@ mod tests {
             ]
         );
     }
+
+    /// The JSON Schema that editors use and the validator the sidecar uses must agree: on the
+    /// sample guidebook (all valid) and on a set of broken guidelines (all invalid).
+    #[test]
+    fn the_json_schema_and_the_validator_agree() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../guidebook/schema/guideline.schema.json"))
+                .unwrap();
+        let languages: Vec<&str> = schema["$defs"]["language"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(languages, language::LANGUAGES);
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let as_json = |yaml: &str| -> serde_json::Value { serde_yaml::from_str(yaml).unwrap() };
+
+        for (path, text) in crate::guidebook::SAMPLE_FILES {
+            if path.ends_with(GUIDELINE_FILE_NAME) {
+                assert!(parse(text).is_ok(), "{path}: {:?}", parse(text).err());
+                assert!(validator.is_valid(&as_json(text)), "{path}");
+            }
+        }
+        let broken = [
+            GOOD.replace("no-println", "No-Println"),
+            GOOD.replace("no-println", &"a".repeat(129)),
+            GOOD.replace("[kotlin, java]", "[kotlin, cobol]"),
+            GOOD.replace("[file_changed]", "[file_saved]"),
+            format!("{GOOD}extra: 1\n"),
+            GOOD.replace("  languages:", "  langs:"),
+            "id: a\nmatch:\n  any: []\ncontent: c\n".to_string(),
+            "id: a\nmatch:\n  any:\n    - regex: {pattern: x, flags: i}\ncontent: c\n".to_string(),
+            "id: a\nmatch:\n  any:\n    - regex: {pattern: x}\n".to_string(),
+            "id: a\nmatch:\n  any:\n    - regex: {pattern: x}\ncontent: ''\n".to_string(),
+        ];
+        for text in &broken {
+            assert!(parse(text).is_err(), "the validator accepted:\n{text}");
+            assert!(
+                !validator.is_valid(&as_json(text)),
+                "the schema accepted:\n{text}"
+            );
+        }
+    }
 }

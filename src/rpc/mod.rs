@@ -97,9 +97,19 @@ pub(crate) fn non_empty(name: &str, value: &str) -> Result<(), RpcError> {
     }
 }
 
+/// The most paths one call may name. An agent's edit touches a handful of files; a list this
+/// long is a bug on the caller's side, and refusing it keeps one request from reading a tree.
+pub const MAX_FILEPATHS: usize = 1000;
+
 /// Checks that every path is absolute: the sidecar has no working directory of the caller's to
 /// resolve a relative one against.
 pub(crate) fn absolute_paths(paths: &[String]) -> Result<(), RpcError> {
+    if paths.len() > MAX_FILEPATHS {
+        return Err(RpcError::InvalidParams(format!(
+            "filepaths: {} paths given; at most {MAX_FILEPATHS} per call",
+            paths.len()
+        )));
+    }
     for (i, p) in paths.iter().enumerate() {
         if !p.starts_with('/') {
             return Err(RpcError::InvalidParams(format!(

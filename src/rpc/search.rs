@@ -46,7 +46,10 @@ pub fn handle(
     let snapshot = engine.guidebook.snapshot();
     let paths: Vec<&str> = params.filepaths.iter().map(String::as_str).collect();
     let mut matched = vec![false; snapshot.guidelines.len()];
-    for file in engine.evaluate(&snapshot, &paths, false) {
+    let evaluated = engine
+        .evaluate_until(&snapshot, &paths, false, deadline)
+        .ok_or(RpcError::DeadlineExceeded)?;
+    for file in evaluated {
         for m in file.matches {
             matched[m.guideline] = true;
         }
