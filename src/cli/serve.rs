@@ -22,7 +22,6 @@ pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
         }
     }
     let engine = Arc::new(Engine::open(settings.clone())?);
-    let bound = server::bind(&settings.socket, &settings.home)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("guidebook")
@@ -31,6 +30,13 @@ pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
             doing: "starting the async runtime".into(),
             source,
         })?;
+    // The signal handlers go in before the socket exists: a SIGTERM sent as soon as the socket
+    // accepts must shut down cleanly, not kill the process with the socket left behind.
+    let shutdown = {
+        let _runtime = runtime.enter();
+        server::termination_signal()
+    };
+    let bound = server::bind(&settings.socket, &settings.home)?;
     runtime.block_on(async {
         let listener =
             tokio::net::UnixListener::from_std(bound.listener.try_clone().map_err(|source| {
@@ -61,7 +67,7 @@ pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
             listener,
             crate::rpc::module(engine.clone()),
             limits,
-            server::termination_signal(),
+            shutdown,
         )
         .await;
         reloader.abort();

@@ -19,6 +19,10 @@ use crate::engine::Engine;
 /// How long shutdown waits for in-flight requests before giving up on them. A request is
 /// bounded by its own deadlines long before this.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection accepted before shutdown gets to start reading its request before it
+/// is told to shut down. hyper's graceful shutdown closes a connection that has not started
+/// reading yet without an answer, although its request may already be in the socket.
+const FIRST_READ_GRACE: Duration = Duration::from_millis(500);
 
 /// Limits applied to every connection.
 #[derive(Debug, Clone, Copy)]
@@ -46,19 +50,26 @@ pub async fn run(
     let methods: Methods = module.into();
     let (stop_handle, server_handle) = stop_channel();
     let mut connections = JoinSet::new();
+    let serve = |stream: tokio::net::UnixStream| {
+        let service = builder.clone().build(methods.clone(), stop_handle.clone());
+        let stop = stop_handle.clone().shutdown();
+        let stopped = async move {
+            stop.await;
+            tokio::time::sleep(FIRST_READ_GRACE).await;
+        };
+        async move {
+            if let Err(e) = serve_with_graceful_shutdown(stream, service, stopped).await {
+                tracing::debug!("connection ended: {e}");
+            }
+        }
+    };
     tokio::pin!(shutdown);
 
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    let service = builder.clone().build(methods.clone(), stop_handle.clone());
-                    let stopped = stop_handle.clone().shutdown();
-                    connections.spawn(async move {
-                        if let Err(e) = serve_with_graceful_shutdown(stream, service, stopped).await {
-                            tracing::debug!("connection ended: {e}");
-                        }
-                    });
+                    connections.spawn(serve(stream));
                 }
                 Err(e) => {
                     // Usually EMFILE: back off a little instead of spinning on the error.
@@ -72,7 +83,21 @@ pub async fn run(
         }
     }
 
-    drop(listener);
+    // Clients whose connections wait in the backlog have sent their requests and count as in
+    // flight: take them before the listener closes, which would reset them.
+    if let Ok(listener) = listener.into_std() {
+        while let Ok((stream, _)) = listener.accept() {
+            match stream
+                .set_nonblocking(true)
+                .and_then(|()| tokio::net::UnixStream::from_std(stream))
+            {
+                Ok(stream) => {
+                    connections.spawn(serve(stream));
+                }
+                Err(e) => tracing::warn!("cannot serve a pending connection: {e}"),
+            }
+        }
+    }
     let _ = server_handle.stop();
     let in_flight = connections.len();
     tracing::info!(
@@ -92,25 +117,24 @@ pub async fn run(
     }
 }
 
-/// Resolves on the first SIGTERM or SIGINT.
-pub async fn termination_signal() {
+/// Installs the SIGTERM and SIGINT handlers now, and returns a future that resolves on the
+/// first of them. Must be called inside a tokio runtime, and before the socket is bound: from the
+/// moment the socket accepts, a SIGTERM must drain, never kill with the default action.
+pub fn termination_signal() -> impl Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!("cannot listen for SIGTERM: {e}");
+    let term = signal(SignalKind::terminate())
+        .map_err(|e| tracing::error!("cannot listen for SIGTERM: {e}"))
+        .ok();
+    let int = signal(SignalKind::interrupt())
+        .map_err(|e| tracing::error!("cannot listen for SIGINT: {e}"))
+        .ok();
+    async move {
+        let (Some(mut term), Some(mut int)) = (term, int) else {
             return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received"),
+            _ = int.recv() => tracing::info!("SIGINT received"),
         }
-    };
-    let mut int = match signal(SignalKind::interrupt()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!("cannot listen for SIGINT: {e}");
-            return std::future::pending().await;
-        }
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received"),
-        _ = int.recv() => tracing::info!("SIGINT received"),
     }
 }
