@@ -1,0 +1,358 @@
+//! The whole path of the product: a Codex or Claude Code hook event through the real
+//! `guidebook-hook` and the real sidecar to the `additionalContext` text, and the shim's
+//! silence when the sidecar is down or hangs.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::harness::*;
+
+const BACKEND_ORDER: &str = "git@github.com:acme/backend-order.git";
+
+const ORDER_PRINTER_KT: &str = "package com.acme.order\n\nclass OrderPrinter(val id: String) {\n    fun show() = println(id)\n}\n";
+
+/// The exact line the contract fixes for `backend-logging` + `kotlin-data-classes`: the header,
+/// then per guideline a blank line, `[id]` and the content with trailing whitespace removed.
+const BACKEND_KOTLIN_OUTPUT: &str = concat!(
+    r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"#,
+    r#""Adaptive Guidebook guidelines relevant to the latest changes:\n\n"#,
+    r#"[backend-logging]\nUse the structured logger (\"log.info\"), not println.\n\n"#,
+    r#"[kotlin-data-classes]\nKotlin classes:\n- prefer data classes for DTOs\n- keep constructors small"}}"#,
+    "\n"
+);
+
+/// A sidecar on the test guidebook and a backend-order repository to edit in.
+fn setup() -> (Sidecar, tempfile::TempDir, std::path::PathBuf) {
+    let (root_dir, root) = test_guidebook_dir();
+    let sidecar = Sidecar::start(&root);
+    let repo = root_dir.path().join("backend-order");
+    git_repo(&repo, Some(BACKEND_ORDER));
+    (sidecar, root_dir, repo)
+}
+
+/// A Codex `apply_patch` event (the fixture's shape) adding `rel` with `content`, which the
+/// test has written to disk as the tool would have.
+fn codex_add(session: &str, repo: &Path, rel: &str, content: &str) -> Value {
+    write_file(repo, rel, content);
+    let mut event = hook_event("post_tool_use_apply_patch_add.json", session, repo);
+    event["tool_input"]["command"] = json!(add_file_patch(&[(rel, content)]));
+    event["tool_response"] = json!(apply_patch_response(&[&format!("A {rel}")]));
+    event
+}
+
+/// The ids named in a hook output's `additionalContext`, in order.
+fn shown_ids(stdout: &str) -> Vec<String> {
+    if stdout.is_empty() {
+        return Vec::new();
+    }
+    let value: Value = serde_json::from_str(stdout).unwrap();
+    let text = value["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix('[')?.strip_suffix(']'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn codex_apply_patch_prints_the_contract_text_once_per_session_until_reset() {
+    let (sidecar, _root, repo) = setup();
+    let rel = "src/main/kotlin/com/acme/order/OrderPrinter.kt";
+    let event = codex_add("codex-s1", &repo, rel, ORDER_PRINTER_KT);
+
+    let first = sidecar.hook(&event);
+    assert_eq!(
+        first.stdout, BACKEND_KOTLIN_OUTPUT,
+        "stderr: {}",
+        first.stderr
+    );
+
+    let again = sidecar.hook(&event);
+    assert_eq!(
+        again.stdout, "",
+        "the same edit in the same session shows nothing new"
+    );
+
+    let other = codex_add("codex-s2", &repo, rel, ORDER_PRINTER_KT);
+    assert_eq!(
+        sidecar.hook(&other).stdout,
+        BACKEND_KOTLIN_OUTPUT,
+        "another session gets it"
+    );
+
+    // Claude Code's SessionStart after compaction forgets what the session was shown.
+    let compact = hook_event("claude_session_start_compact.json", "codex-s1", &repo);
+    assert_eq!(sidecar.hook(&compact).stdout, "", "a reset prints nothing");
+    assert_eq!(
+        sidecar.hook(&event).stdout,
+        BACKEND_KOTLIN_OUTPUT,
+        "shown again after compact"
+    );
+    assert_eq!(sidecar.hook(&event).stdout, "");
+
+    // So does Codex's PostCompact.
+    let post_compact = hook_event("codex_post_compact.json", "codex-s1", &repo);
+    assert_eq!(sidecar.hook(&post_compact).stdout, "");
+    assert_eq!(
+        sidecar.hook(&event).stdout,
+        BACKEND_KOTLIN_OUTPUT,
+        "shown again after PostCompact"
+    );
+
+    // A SessionStart that is not after compaction or /clear resets nothing.
+    let startup = hook_event("claude_session_start_startup.json", "codex-s1", &repo);
+    assert_eq!(sidecar.hook(&startup).stdout, "");
+    assert_eq!(sidecar.hook(&event).stdout, "");
+}
+
+#[test]
+fn codex_apply_patch_variants_name_the_files_that_exist_after_the_patch() {
+    let (sidecar, _root, repo) = setup();
+
+    // The older builds' tool_response: a JSON document, as a string, whose `output` holds the
+    // summary.
+    let rel = "src/main/kotlin/com/acme/order/Legacy.kt";
+    let legacy_summary = |rel: &str| {
+        json!({"output": format!("Success. Updated the following files:\nA {rel}\n"),
+               "metadata": {"exit_code": 0, "duration_seconds": 0.0}})
+        .to_string()
+    };
+    write_file(&repo, rel, ORDER_PRINTER_KT);
+    let mut legacy = hook_event(
+        "post_tool_use_apply_patch_legacy_structured_response.json",
+        "legacy",
+        &repo,
+    );
+    legacy["tool_input"]["command"] = json!(add_file_patch(&[(rel, ORDER_PRINTER_KT)]));
+    legacy["tool_response"] = json!(legacy_summary(rel));
+    assert_eq!(sidecar.hook(&legacy).stdout, BACKEND_KOTLIN_OUTPUT);
+    // The legacy summary alone names the file too.
+    legacy["session_id"] = json!("legacy-summary-only");
+    legacy["tool_input"]["command"] = json!("");
+    assert_eq!(sidecar.hook(&legacy).stdout, BACKEND_KOTLIN_OUTPUT);
+
+    // A move: the new name is what exists and is searched.
+    let new_rel = "src/main/kotlin/com/acme/order/Renamed.kt";
+    write_file(&repo, new_rel, ORDER_PRINTER_KT);
+    let mut moved = hook_event(
+        "codex_post_tool_use_apply_patch_move_mixed_paths.json",
+        "move",
+        &repo,
+    );
+    moved["tool_input"]["command"] = json!(format!(
+        "*** Begin Patch\n*** Update File: src/main/kotlin/Old.kt\n*** Move to: {new_rel}\n@@\n-class Old\n+class OrderPrinter(val id: String)\n*** End Patch\n"
+    ));
+    moved["tool_response"] = json!(apply_patch_response(&[&format!("M {new_rel}")]));
+    assert_eq!(sidecar.hook(&moved).stdout, BACKEND_KOTLIN_OUTPUT);
+
+    // A delete names nothing, even though the deleted path still holds matching text here:
+    // only the added file's guideline comes.
+    write_file(&repo, "docs/legacy.md", "TODO: remove this page\n");
+    write_file(
+        &repo,
+        "src/main/kotlin/Added.kt",
+        "class Added(val x: Int)\n",
+    );
+    let mut deleted = hook_event("post_tool_use_apply_patch_delete.json", "delete", &repo);
+    assert_eq!(
+        sidecar.hook(&deleted).stdout,
+        "",
+        "a delete alone asks nothing"
+    );
+    // The added file is named by its absolute path, as Codex may do.
+    let added = repo.join("src/main/kotlin/Added.kt").display().to_string();
+    deleted["tool_input"]["command"] = json!(format!(
+        "*** Begin Patch\n*** Delete File: docs/legacy.md\n*** Add File: {added}\n+class Added(val x: Int)\n*** End Patch\n"
+    ));
+    deleted["tool_response"] = json!(apply_patch_response(&[
+        "D docs/legacy.md",
+        &format!("A {added}")
+    ]));
+    assert_eq!(
+        shown_ids(&sidecar.hook(&deleted).stdout),
+        ["kotlin-data-classes"]
+    );
+    let explained = sidecar.result(
+        "explain",
+        json!({"filepaths": [repo.join("docs/legacy.md")], "sessionId": "delete"}),
+    );
+    assert_eq!(
+        explained["guidelines"],
+        json!([{"id": "todo-needs-ticket", "alreadyPresented": false}])
+    );
+
+    // An apply_patch heredoc in a Codex Bash call, relative to its `cd`.
+    write_file(
+        &repo,
+        "backend/app/orders.py",
+        "class Order:\n    total: int = 0\n",
+    );
+    write_file(
+        &repo,
+        "backend/tests/test_orders.py",
+        "def test_total():\n    assert True  # TODO: refunds\n",
+    );
+    let heredoc = hook_event(
+        "codex_post_tool_use_bash_apply_patch_heredoc.json",
+        "bash",
+        &repo,
+    );
+    assert_eq!(
+        shown_ids(&sidecar.hook(&heredoc).stdout),
+        ["python-typed-fields", "todo-needs-ticket"]
+    );
+    // A Bash call without a patch asks nothing.
+    let no_patch = hook_event("codex_post_tool_use_bash_no_patch.json", "bash-2", &repo);
+    assert_eq!(sidecar.hook(&no_patch).stdout, "");
+}
+
+#[test]
+fn claude_code_edit_write_and_multiedit_show_guidelines_for_their_file() {
+    let (sidecar, _root, repo) = setup();
+    let claude = |fixture: &str, session: &str, path: &Path| {
+        let mut event = hook_event(fixture, session, &repo);
+        event["tool_input"]["file_path"] = json!(path.display().to_string());
+        event["tool_response"]["filePath"] = json!(path.display().to_string());
+        event
+    };
+
+    let java = write_file(
+        &repo,
+        "src/main/java/com/acme/OrderController.java",
+        "class OrderController {\n    @Autowired private OrderService service;\n}\n",
+    );
+    let out = sidecar.hook(&claude("claude_post_tool_use_edit.json", "edit", &java));
+    assert_eq!(
+        shown_ids(&out.stdout),
+        ["java-field-injection"],
+        "{}",
+        out.stderr
+    );
+
+    let python = write_file(&repo, "scripts/seed.py", "count: int = 3\n");
+    let out = sidecar.hook(&claude("claude_post_tool_use_write.json", "write", &python));
+    assert_eq!(shown_ids(&out.stdout), ["python-typed-fields"]);
+
+    let kotlin = write_file(
+        &repo,
+        "app/src/main/kotlin/com/acme/OrderService.kt",
+        ORDER_PRINTER_KT,
+    );
+    let out = sidecar.hook(&claude(
+        "claude_post_tool_use_multiedit.json",
+        "multi",
+        &kotlin,
+    ));
+    assert_eq!(out.stdout, BACKEND_KOTLIN_OUTPUT);
+
+    // Reading a file changes nothing and asks nothing.
+    let out = sidecar.hook(&claude("claude_post_tool_use_read.json", "read", &kotlin));
+    assert_eq!(out.stdout, "");
+}
+
+#[test]
+fn shim_finds_the_sidecar_by_socket_flag_and_by_home_dir_default() {
+    let (sidecar, _root, repo) = setup();
+    let rel = "src/main/kotlin/com/acme/order/OrderPrinter.kt";
+    let patient = (
+        "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+        OsStr::new(PATIENT_HOOK_TIMEOUT_MS),
+    );
+
+    // `--socket` wins over an environment that points nowhere.
+    let event = codex_add("by-flag", &repo, rel, ORDER_PRINTER_KT).to_string();
+    let run = run_shim_with_args(
+        &[OsStr::new("--socket"), sidecar.socket.as_os_str()],
+        &event,
+        &[
+            (
+                "ADAPTIVE_GUIDEBOOK_SOCKET",
+                OsStr::new("/nonexistent/s.sock"),
+            ),
+            patient,
+        ],
+    );
+    assert_eq!(run.stdout, BACKEND_KOTLIN_OUTPUT, "{}", run.stderr);
+
+    // No socket given: `$ADAPTIVE_GUIDEBOOK_HOME/sidecar.sock`.
+    let event = codex_add("by-home", &repo, rel, ORDER_PRINTER_KT).to_string();
+    let run = run_shim(
+        &event,
+        &[
+            ("ADAPTIVE_GUIDEBOOK_HOME", sidecar.home.as_os_str()),
+            patient,
+        ],
+    );
+    assert_eq!(run.stdout, BACKEND_KOTLIN_OUTPUT, "{}", run.stderr);
+}
+
+/// A stdin event that would print guidelines if a sidecar answered.
+fn add_event_for(session: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let event = codex_add(
+        session,
+        dir.path(),
+        "Main.kt",
+        "class Main(val x: Int)\n// TODO: x\n",
+    );
+    (dir, event.to_string())
+}
+
+fn impatient_shim(stdin: &str, socket: &Path) -> ShimRun {
+    run_shim(
+        stdin,
+        &[
+            ("ADAPTIVE_GUIDEBOOK_SOCKET", socket.as_os_str()),
+            ("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", OsStr::new("500")),
+        ],
+    )
+}
+
+#[test]
+fn shim_prints_nothing_and_exits_0_when_the_sidecar_never_started_or_was_killed() {
+    let (dir, stdin) = add_event_for("down");
+    let never = impatient_shim(&stdin, &dir.path().join("no-such.sock"));
+    assert_eq!(never.stdout, "");
+    assert!(
+        never.stderr.contains("cannot reach the sidecar"),
+        "{}",
+        never.stderr
+    );
+
+    // A killed sidecar leaves its socket file behind, with nobody listening.
+    let (_root_dir, root) = test_guidebook_dir();
+    let mut sidecar = Sidecar::start(&root);
+    sidecar.kill();
+    assert!(sidecar.socket.exists(), "SIGKILL leaves the socket file");
+    let killed = impatient_shim(&stdin, &sidecar.socket);
+    assert_eq!(killed.stdout, "");
+}
+
+#[test]
+fn shim_gives_up_silently_on_a_sidecar_that_accepts_but_never_answers() {
+    let (dir, stdin) = add_event_for("hang");
+    let socket = dir.path().join("mute.sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    // Accepts, reads the request, and holds the connection open without a word.
+    let holder = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut sink = Vec::new();
+        let _ = conn.read_to_end(&mut sink);
+        sink
+    });
+    let run = impatient_shim(&stdin, &socket);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr.contains("did not answer in time") || run.stderr.contains("gave up"),
+        "{}",
+        run.stderr
+    );
+    // The shim exited, so its end of the connection closed and the holder sees EOF.
+    let request = holder.join().unwrap();
+    assert!(String::from_utf8_lossy(&request).contains("\"method\":\"search\""));
+}

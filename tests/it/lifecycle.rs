@@ -1,0 +1,189 @@
+//! The daemon's life: first start installs the sample guidebook, a stale socket is replaced, a
+//! live one is never stolen, and SIGTERM drains in-flight requests, exits 0 and removes the
+//! socket.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::mpsc;
+
+use serde_json::{json, Value};
+
+use crate::harness::*;
+
+#[test]
+fn first_serve_installs_the_embedded_sample_guidebook_into_the_default_root() {
+    let sidecar = Sidecar::start_default();
+    let root = sidecar.home.join("guidebook");
+    let status = sidecar.result("status", json!({}));
+    assert_eq!(status["guidebook"]["root"], root.display().to_string());
+    assert!(
+        status["guidebook"]["guidelines"].as_u64().unwrap() >= 8,
+        "{status}"
+    );
+    assert_eq!(status["guidebook"]["errors"], json!([]));
+    assert!(root
+        .join("guidelines/service-depends-on-port/guideline.yaml")
+        .is_file());
+    assert!(root
+        .join("guidelines/preserve-required-config/guideline.yaml")
+        .is_file());
+
+    // The design's first guideline, straight from the installed sample.
+    let compose = write_file(
+        sidecar.dir.path(),
+        "svc/docker-compose.yml",
+        "services:\n  orders:\n    image: orders\n    depends_on:\n      - payments\n",
+    );
+    assert!(sidecar
+        .search_ids("s", &[&compose])
+        .contains(&"service-depends-on-port".to_string()));
+
+    // The socket is private, in a private directory.
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&sidecar.socket), 0o600);
+    assert_eq!(mode(&sidecar.home), 0o700);
+}
+
+#[test]
+fn a_stale_socket_is_replaced_and_a_live_one_is_never_stolen() {
+    let sock_dir = tempfile::tempdir().unwrap();
+    let socket = sock_dir.path().join("s.sock");
+    // A crashed daemon's leftover: a socket file nobody listens on.
+    drop(UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists() && UnixStream::connect(&socket).is_err());
+
+    let (_dir, root) = test_guidebook_dir();
+    let sidecar = Sidecar::start_with(SidecarOptions {
+        root: Some(root),
+        socket: Some(socket.clone()),
+        ..SidecarOptions::default()
+    });
+    assert_eq!(
+        sidecar.result("status", json!({}))["socket"],
+        socket.display().to_string()
+    );
+
+    let second = sidecar.cli(&["serve"]);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        !second.status.success(),
+        "a second daemon must not start: {stderr}"
+    );
+    assert!(stderr.contains("already running"), "{stderr}");
+    assert!(socket.exists());
+    assert_eq!(
+        sidecar.result("status", json!({}))["socket"],
+        socket.display().to_string()
+    );
+}
+
+#[test]
+fn sigterm_as_soon_as_the_socket_accepts_still_shuts_down_cleanly() {
+    // Regression: the signal handlers used to be installed after the socket was bound, so a
+    // supervisor's SIGTERM right after start-up killed the daemon and left the socket behind.
+    let (_dir, root) = test_guidebook_dir();
+    for attempt in 0..8 {
+        let mut sidecar = Sidecar::start(&root);
+        let status = sidecar.stop();
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "attempt {attempt}: {status}\n{}",
+            sidecar.stderr()
+        );
+        assert!(
+            !sidecar.socket.exists(),
+            "attempt {attempt}: socket left behind"
+        );
+    }
+}
+
+#[test]
+fn sigterm_answers_every_request_already_sent_exits_0_and_removes_the_socket() {
+    let (dir, root) = test_guidebook_dir();
+    let mut sidecar = Sidecar::start_with(SidecarOptions {
+        root: Some(root),
+        // Info logs say how many connections were being drained.
+        env: vec![("RUST_LOG".into(), "info".into())],
+        ..SidecarOptions::default()
+    });
+    // Each request reads and scans 24 files of 2 MB (hard links to one, so cheap to make), so
+    // it is still running when the signal arrives.
+    let big = dir.path().join("big.txt");
+    let mut text = String::from("TODO: first line\n");
+    while text.len() < 2 * 1024 * 1024 - 64 {
+        text.push_str("val order = repository.findById(id) ?: error(\"missing order\")\n");
+    }
+    std::fs::write(&big, &text).unwrap();
+    let mut files = vec![big.display().to_string()];
+    for i in 0..23 {
+        let link = dir.path().join(format!("link-{i}.txt"));
+        std::fs::hard_link(&big, &link).unwrap();
+        files.push(link.display().to_string());
+    }
+
+    // Starts request `i` on its own connection; returns once it is connected and sent.
+    let start = |i: usize| {
+        let (sent_tx, sent_rx) = mpsc::channel();
+        let socket = sidecar.socket.clone();
+        let body = json!({"jsonrpc": "2.0", "id": i, "method": "search",
+            "params": {"sessionId": format!("s{i}"), "filepaths": files}})
+        .to_string();
+        let request = std::thread::spawn(move || {
+            let mut stream = UnixStream::connect(&socket).unwrap();
+            send_request(&mut stream, body.as_bytes());
+            sent_tx.send(()).unwrap();
+            read_response(&mut stream)
+        });
+        sent_rx
+            .recv_timeout(WATCHDOG)
+            .expect("the request was sent");
+        request
+    };
+    // Four requests that the daemon is working on: connections are accepted in order, so once
+    // a later `status` answers, all four have been accepted.
+    let mut requests: Vec<_> = (0..4).map(start).collect();
+    assert!(sidecar.result("status", json!({}))["version"].is_string());
+    // Four more that are connected and sent but not yet accepted: the daemon is frozen while
+    // they arrive, so they wait in the listener's backlog when SIGTERM comes. (Regression: they
+    // used to be reset when the listener closed, or closed unanswered by hyper's graceful
+    // shutdown before their request was read.)
+    sidecar.signal(libc::SIGSTOP);
+    requests.extend((4..8).map(start));
+    sidecar.signal(libc::SIGTERM);
+    sidecar.signal(libc::SIGCONT);
+
+    for (i, request) in requests.into_iter().enumerate() {
+        let (status, body) = request.join().unwrap();
+        assert_eq!(status, 200, "request {i}");
+        let response: Value = serde_json::from_slice(&body).unwrap_or_else(|e| {
+            panic!(
+                "request {i}: incomplete answer ({e}): {}",
+                String::from_utf8_lossy(&body)
+            )
+        });
+        assert_eq!(response["id"], i, "{response}");
+        assert_eq!(
+            ids(&response["result"]),
+            ["todo-needs-ticket"],
+            "request {i}"
+        );
+    }
+    let status = sidecar.wait_exit();
+    assert_eq!(status.code(), Some(0), "{}", sidecar.stderr());
+    assert!(!sidecar.socket.exists(), "the socket file is removed");
+    // The scenario really had requests in flight when the signal came (the drain log names
+    // how many), so the answers above were given during the drain.
+    let log = regex::Regex::new(r"\x1b\[[0-9;]*m")
+        .unwrap()
+        .replace_all(&sidecar.stderr(), "")
+        .into_owned();
+    let in_flight = regex::Regex::new(r"draining in-flight requests connections=(\d+)")
+        .unwrap()
+        .captures(&log)
+        .map(|c| c[1].parse::<u32>().unwrap());
+    assert!(
+        in_flight.is_some_and(|n| n > 0),
+        "no request was in flight at SIGTERM:\n{log}"
+    );
+}
