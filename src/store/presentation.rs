@@ -37,6 +37,22 @@ impl PresentationStore {
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
+        // A lock held by someone else that outlasts the caller's patience is the caller's
+        // deadline passing, not a broken database.
+        self.try_present(session_id, candidates, deadline, select)
+            .map_err(|e| match deadline {
+                Some(d) if Instant::now() >= d => StoreError::DeadlineExceeded,
+                _ => e,
+            })
+    }
+
+    fn try_present<'a>(
+        &self,
+        session_id: &str,
+        candidates: &[&'a str],
+        deadline: Option<Instant>,
+        select: impl FnOnce(Vec<&'a str>) -> Vec<&'a str>,
+    ) -> Result<Vec<&'a str>, StoreError> {
         let mut conn = self.db.conn(deadline)?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)

@@ -337,3 +337,45 @@ fn fifos_devices_directories_missing_and_huge_files_are_skipped_or_capped_at_onc
         );
     }
 }
+
+#[test]
+fn a_locked_database_answers_within_the_deadline_and_records_nothing() {
+    let (dir, root) = test_guidebook_dir();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "busyTimeoutMs: 300\n").unwrap();
+    let sidecar = Sidecar::start_with(SidecarOptions {
+        root: Some(root),
+        env: vec![(
+            "ADAPTIVE_GUIDEBOOK_CONFIG".into(),
+            config.display().to_string(),
+        )],
+        ..SidecarOptions::default()
+    });
+    let file = write_file(dir.path(), "notes.txt", "TODO: later\n");
+    let params = |session: &str, deadline: Option<u64>| {
+        let mut p = json!({"sessionId": session, "filepaths": [file.display().to_string()]});
+        if let Some(ms) = deadline {
+            p["deadlineMs"] = json!(ms);
+        }
+        p
+    };
+
+    // Another process takes the write lock and keeps it.
+    let holder = rusqlite::Connection::open(&sidecar.db).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+
+    // Waiting for the lock outlasts the caller's deadline: -32001, not a storage error.
+    let (code, message) = sidecar.error("search", params("locked", Some(150)));
+    assert_eq!((code, message.as_str()), (-32001, "deadline exceeded"));
+    // Without a deadline the busy timeout ends the wait with a storage error that says why.
+    let (code, message) = sidecar.error("search", params("locked", None));
+    assert_eq!(code, -32010, "{message}");
+    assert!(message.contains("locked"), "{message}");
+
+    // Once the lock is gone nothing was recorded: the guideline is still new for the session.
+    holder.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(
+        ids(&sidecar.result("search", params("locked", Some(60_000)))),
+        ["todo-needs-ticket"]
+    );
+}
