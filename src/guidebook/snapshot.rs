@@ -2,7 +2,6 @@
 //! by id, their scopes, and every pattern compiled once into one `RegexSet` so that a file is
 //! scanned once for all guidelines. Reads nothing; built by `reload`, shared through `arc-swap`.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
@@ -19,13 +18,6 @@ pub(crate) fn compile_repository_glob(pattern: &str) -> Result<Glob, globset::Er
         .literal_separator(true)
         .case_insensitive(true)
         .build()
-}
-
-/// Where a guideline applies. `None` in either part means "everywhere" for that part.
-#[derive(Debug, Clone)]
-pub struct Scope {
-    pub repositories: Option<Vec<String>>,
-    pub languages: Option<Vec<&'static str>>,
 }
 
 /// A guideline ready for matching. Its own regexes are only needed to locate the first
@@ -230,15 +222,6 @@ impl GuidelineSnapshot {
                 .map(|g| g.guideline.patterns.len())
                 .sum(),
         }
-    }
-
-    /// Guidelines by id, for callers that keep ids across snapshots.
-    pub fn by_id(&self) -> HashMap<&str, usize> {
-        self.guidelines
-            .iter()
-            .enumerate()
-            .map(|(i, g)| (g.id(), i))
-            .collect()
     }
 }
 

@@ -45,12 +45,6 @@ pub struct BoundSocket {
     _lock: File,
 }
 
-impl BoundSocket {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
 impl Drop for BoundSocket {
     fn drop(&mut self) {
         if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == self.ino) {

@@ -33,12 +33,6 @@ impl StoreError {
     fn sql(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
         move |source| StoreError::Sql { doing, source }
     }
-
-    /// Whether the error is another connection holding a lock past the busy timeout.
-    pub fn is_busy(&self) -> bool {
-        matches!(self, StoreError::Sql { source: rusqlite::Error::SqliteFailure(e, _), .. }
-            if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
-    }
 }
 
 pub(crate) type Pool = r2d2::Pool<SqliteConnectionManager>;
@@ -57,7 +51,6 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE IF NOT EXISTS presentation (
 #[derive(Debug, Clone)]
 pub struct Database {
     pool: Pool,
-    path: PathBuf,
     busy_timeout: Duration,
 }
 
@@ -87,17 +80,9 @@ impl Database {
             .connection_timeout(busy_timeout.max(Duration::from_millis(100)))
             .build(manager)
             .map_err(|e| open_err(e.to_string()))?;
-        let db = Database {
-            pool,
-            path: path.to_path_buf(),
-            busy_timeout,
-        };
+        let db = Database { pool, busy_timeout };
         db.migrate().map_err(|e| open_err(e.to_string()))?;
         Ok(db)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     fn migrate(&self) -> Result<(), StoreError> {

@@ -37,53 +37,45 @@ impl PresentationStore {
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
+        let attempt = || -> Result<Vec<&'a str>, StoreError> {
+            let mut conn = self.db.conn(deadline)?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StoreError::sql("starting the presentation transaction"))?;
+            let seen = presented_in(&tx, session_id, candidates)?;
+            let unseen: Vec<&str> = candidates
+                .iter()
+                .copied()
+                .filter(|c| !seen.contains(*c))
+                .collect();
+            let chosen = select(unseen);
+            {
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO presentation (session_id, guideline_id, presented_at)
+                     VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
+                    )
+                    .map_err(StoreError::sql("preparing the presentation insert"))?;
+                for id in &chosen {
+                    insert
+                        .execute([session_id, id])
+                        .map_err(StoreError::sql("recording a presentation"))?;
+                }
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                // Dropping the transaction rolls it back.
+                return Err(StoreError::DeadlineExceeded);
+            }
+            tx.commit()
+                .map_err(StoreError::sql("committing presentations"))?;
+            Ok(chosen)
+        };
         // A lock held by someone else that outlasts the caller's patience is the caller's
         // deadline passing, not a broken database.
-        self.try_present(session_id, candidates, deadline, select)
-            .map_err(|e| match deadline {
-                Some(d) if Instant::now() >= d => StoreError::DeadlineExceeded,
-                _ => e,
-            })
-    }
-
-    fn try_present<'a>(
-        &self,
-        session_id: &str,
-        candidates: &[&'a str],
-        deadline: Option<Instant>,
-        select: impl FnOnce(Vec<&'a str>) -> Vec<&'a str>,
-    ) -> Result<Vec<&'a str>, StoreError> {
-        let mut conn = self.db.conn(deadline)?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::sql("starting the presentation transaction"))?;
-        let seen = presented_in(&tx, session_id, candidates)?;
-        let unseen: Vec<&str> = candidates
-            .iter()
-            .copied()
-            .filter(|c| !seen.contains(*c))
-            .collect();
-        let chosen = select(unseen);
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO presentation (session_id, guideline_id, presented_at)
-                     VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
-                )
-                .map_err(StoreError::sql("preparing the presentation insert"))?;
-            for id in &chosen {
-                insert
-                    .execute([session_id, id])
-                    .map_err(StoreError::sql("recording a presentation"))?;
-            }
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            // Dropping the transaction rolls it back.
-            return Err(StoreError::DeadlineExceeded);
-        }
-        tx.commit()
-            .map_err(StoreError::sql("committing presentations"))?;
-        Ok(chosen)
+        attempt().map_err(|e| match deadline {
+            Some(d) if Instant::now() >= d => StoreError::DeadlineExceeded,
+            _ => e,
+        })
     }
 
     /// Which of `ids` this session has already been shown.

@@ -184,18 +184,21 @@ fn refused_requests_get_the_contracts_error_codes_naming_the_param() {
     );
 }
 
+/// `search` params for one file, with `deadlineMs` when given.
+fn search_params(session: &str, file: &Path, deadline: Option<u64>) -> Value {
+    let mut p = json!({"sessionId": session, "filepaths": [file.display().to_string()]});
+    if let Some(ms) = deadline {
+        p["deadlineMs"] = json!(ms);
+    }
+    p
+}
+
 #[test]
 fn an_expired_deadline_records_nothing() {
     let (dir, root) = test_guidebook_dir();
     let sidecar = Sidecar::start(&root);
     let file = write_file(dir.path(), "notes.txt", "TODO: later\n");
-    let params = |deadline: Option<u64>| {
-        let mut p = json!({"sessionId": "late", "filepaths": [file.display().to_string()]});
-        if let Some(ms) = deadline {
-            p["deadlineMs"] = json!(ms);
-        }
-        p
-    };
+    let params = |deadline: Option<u64>| search_params("late", &file, deadline);
     let (code, message) = sidecar.error("search", params(Some(0)));
     assert_eq!((code, message.as_str()), (-32001, "deadline exceeded"));
     assert_eq!(
@@ -352,13 +355,7 @@ fn a_locked_database_answers_within_the_deadline_and_records_nothing() {
         ..SidecarOptions::default()
     });
     let file = write_file(dir.path(), "notes.txt", "TODO: later\n");
-    let params = |session: &str, deadline: Option<u64>| {
-        let mut p = json!({"sessionId": session, "filepaths": [file.display().to_string()]});
-        if let Some(ms) = deadline {
-            p["deadlineMs"] = json!(ms);
-        }
-        p
-    };
+    let params = |session: &str, deadline: Option<u64>| search_params(session, &file, deadline);
 
     // Another process takes the write lock and keeps it.
     let holder = rusqlite::Connection::open(&sidecar.db).unwrap();
