@@ -142,6 +142,15 @@ fn main() {
             t_cold.push(ms(cold(&format!("c{i}")).0));
         }
     }
+    // Peak resident memory of the sidecar over the whole run (Linux only).
+    let peak_rss_kib: Option<u64> =
+        std::fs::read_to_string(format!("/proc/{}/status", daemon.id()))
+            .ok()
+            .and_then(|st| {
+                st.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            });
     let _ = Command::new("kill").arg(daemon.id().to_string()).status();
     let _ = daemon.wait();
 
@@ -166,6 +175,9 @@ fn main() {
         cold_m.0 / hook_m.0,
         hook_m.0 - floor_m.0
     );
+    if let Some(kib) = peak_rss_kib {
+        println!("sidecar peak RSS: {:.1} MiB", kib as f64 / 1024.0);
+    }
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
     let _ = std::fs::create_dir_all(&out);
     let json = serde_json::json!({
@@ -174,6 +186,7 @@ fn main() {
         "rpc": {"medianMs": rpc_m.0, "p99Ms": rpc_m.1},
         "hook": {"medianMs": hook_m.0, "p99Ms": hook_m.1},
         "cold": {"medianMs": cold_m.0, "p99Ms": cold_m.1},
+        "sidecarPeakRssKiB": peak_rss_kib,
     });
     let _ = std::fs::write(
         out.join("hook_latency.json"),

@@ -25,6 +25,10 @@ pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("guidebook")
+        // Searches run on the blocking pool, and every thread that scans keeps its own
+        // regex cache (tens of MiB with a large guidebook). tokio's default of 512 threads
+        // would let a burst of requests multiply that; 16 is more than two cores can use.
+        .max_blocking_threads(16)
         .build()
         .map_err(|source| CliError::Io {
             doing: "starting the async runtime".into(),
