@@ -163,8 +163,23 @@ impl<'de> Deserialize<'de> for Pattern {
                 s.len()
             )));
         }
-        compile_pattern(&s).map_err(|e| de::Error::custom(format!("invalid regex `{s}`: {e}")))?;
+        compile_pattern(&s).map_err(|e| {
+            de::Error::custom(format!("invalid regex `{s}`: {}", one_line_regex_error(&e)))
+        })?;
         Ok(Pattern(s))
+    }
+}
+
+/// The regex crate explains a syntax error over several lines (the pattern, a caret, then
+/// `error: …`); a `file:line: message` report needs the one line that says what is wrong.
+fn one_line_regex_error(e: &regex::Error) -> String {
+    match e {
+        regex::Error::Syntax(text) => text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("error: "))
+            .unwrap_or(text.trim())
+            .to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -341,7 +356,12 @@ mod tests {
     fn rejects_with_line_numbers() {
         let e = err(&GOOD.replace("pattern: 'println\\('", "pattern: 'println('"));
         assert_eq!(e.line, Some(9), "{e}");
-        assert!(e.message.contains("invalid regex"), "{e}");
+        assert!(
+            e.message
+                .contains("invalid regex `println(`: unclosed group"),
+            "{e}"
+        );
+        assert!(!e.message.contains('\n'), "one line: {e}");
 
         let e = err(&GOOD.replace("[kotlin, java]", "[kotlin, kotln]"));
         assert_eq!(e.line, Some(4), "{e}");
