@@ -78,55 +78,54 @@ impl Engine {
         details: bool,
         deadline: Option<Instant>,
     ) -> Option<Vec<FileEvaluation>> {
-        let mut done: HashMap<&str, FileEvaluation> = HashMap::new();
+        // Where each path's evaluation sits in `out`, so a repeated path is copied, not re-read.
+        let mut seen: HashMap<&str, usize> = HashMap::new();
         let mut applicability = HashMap::new();
-        paths
-            .iter()
-            .map(|path| {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    return None;
-                }
-                if let Some(e) = done.get(path) {
-                    return Some(e.clone());
-                }
-                let p = Path::new(path);
-                let language = crate::language::language_of(p);
-                let repository = self.repos.identity_of(p);
-                let evaluation = match files::read_capped(p, self.settings.max_file_bytes) {
-                    Err(skip) => FileEvaluation {
+        let mut out: Vec<FileEvaluation> = Vec::with_capacity(paths.len());
+        for path in paths {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return None;
+            }
+            if let Some(&i) = seen.get(path) {
+                out.push(out[i].clone());
+                continue;
+            }
+            let p = Path::new(path);
+            let language = crate::language::language_of(p);
+            let repository = self.repos.identity_of(p);
+            let evaluation = match files::read_capped(p, self.settings.max_file_bytes) {
+                Err(skip) => FileEvaluation {
+                    repository,
+                    language,
+                    skipped: Some(skip),
+                    matches: Vec::new(),
+                },
+                Ok(content) => {
+                    let applicable = applicability
+                        .entry((repository.clone(), language))
+                        .or_insert_with(|| snapshot.applicability(repository.as_deref(), language));
+                    let matches = snapshot
+                        .matching(&content.bytes, applicable)
+                        .into_iter()
+                        .map(|g| GuidelineMatch {
+                            guideline: g,
+                            first: details
+                                .then(|| snapshot.first_match(g, &content.bytes))
+                                .flatten()
+                                .map(|(line, p)| (line, p.to_string())),
+                        })
+                        .collect();
+                    FileEvaluation {
                         repository,
                         language,
-                        skipped: Some(skip),
-                        matches: Vec::new(),
-                    },
-                    Ok(content) => {
-                        let applicable = applicability
-                            .entry((repository.clone(), language))
-                            .or_insert_with(|| {
-                                snapshot.applicability(repository.as_deref(), language)
-                            });
-                        let matches = snapshot
-                            .matching(&content.bytes, applicable)
-                            .into_iter()
-                            .map(|g| GuidelineMatch {
-                                guideline: g,
-                                first: details
-                                    .then(|| snapshot.first_match(g, &content.bytes))
-                                    .flatten()
-                                    .map(|(line, p)| (line, p.to_string())),
-                            })
-                            .collect();
-                        FileEvaluation {
-                            repository,
-                            language,
-                            skipped: None,
-                            matches,
-                        }
+                        skipped: None,
+                        matches,
                     }
-                };
-                done.insert(path, evaluation.clone());
-                Some(evaluation)
-            })
-            .collect()
+                }
+            };
+            seen.insert(path, out.len());
+            out.push(evaluation);
+        }
+        Some(out)
     }
 }

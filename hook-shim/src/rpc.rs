@@ -12,7 +12,8 @@ pub struct CallLimits {
     /// The caller's remaining patience, sent as `deadlineMs` so that the sidecar records
     /// nothing once the caller has given up.
     pub deadline_ms: u64,
-    /// The token budget for the hook text, sent as `maxTokens` when set.
+    /// The token budget for the hook text, sent as `maxTokens` when set. The sidecar refuses
+    /// the param until its `search` implements the budget, so the binary leaves it `None`.
     pub max_tokens: Option<u64>,
 }
 

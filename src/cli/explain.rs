@@ -18,14 +18,7 @@ pub fn run(
     json: bool,
     files: Vec<PathBuf>,
 ) -> Result<ExitCode, CliError> {
-    let cwd = std::env::current_dir().map_err(|source| CliError::Io {
-        doing: "reading the current directory".into(),
-        source,
-    })?;
-    let filepaths: Vec<String> = files
-        .into_iter()
-        .map(|f| cwd.join(f).display().to_string())
-        .collect();
+    let filepaths = super::absolute_paths(files)?;
     let params = serde_json::json!({"filepaths": filepaths, "sessionId": session});
     let explanation: Explanation = match call(settings, "explain", params, Duration::from_secs(10))
     {

@@ -102,6 +102,19 @@ pub enum CliError {
     Sidecar(String),
 }
 
+/// FILE arguments as the absolute paths the sidecar requires, resolved against the current
+/// directory.
+fn absolute_paths(files: Vec<PathBuf>) -> Result<Vec<String>, CliError> {
+    let cwd = std::env::current_dir().map_err(|source| CliError::Io {
+        doing: "reading the current directory".into(),
+        source,
+    })?;
+    Ok(files
+        .into_iter()
+        .map(|f| cwd.join(f).display().to_string())
+        .collect())
+}
+
 impl Cli {
     fn overrides(&self) -> Overrides {
         Overrides {

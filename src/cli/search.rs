@@ -18,17 +18,11 @@ pub fn run(
     files: Vec<PathBuf>,
 ) -> Result<ExitCode, CliError> {
     let received = Instant::now();
-    let cwd = std::env::current_dir().map_err(|source| CliError::Io {
-        doing: "reading the current directory".into(),
-        source,
-    })?;
+    let filepaths = super::absolute_paths(files)?;
     let engine = Engine::open(settings.clone())?;
     let params = search::Params {
         session_id: session,
-        filepaths: files
-            .into_iter()
-            .map(|f| cwd.join(f).display().to_string())
-            .collect(),
+        filepaths,
         deadline_ms: None,
     };
     let found =

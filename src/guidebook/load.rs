@@ -249,9 +249,9 @@ pub fn parse_guideline(path: &Path, text: &str) -> Result<Guideline, LoadError> 
 
 /// Reads and parses a guideline file, refusing anything that is not a small regular file.
 pub fn read_guideline(path: &Path) -> Result<Guideline, LoadError> {
-    let content = crate::files::read_capped(path, MAX_GUIDELINE_BYTES + 1)
+    let content = crate::files::read_capped(path, MAX_GUIDELINE_BYTES)
         .map_err(|e| LoadError::new(path, None, e.to_string()))?;
-    if content.truncated || content.bytes.len() as u64 > MAX_GUIDELINE_BYTES {
+    if content.truncated {
         return Err(LoadError::new(
             path,
             None,

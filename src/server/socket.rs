@@ -5,7 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
@@ -73,7 +73,7 @@ pub fn bind(path: &Path, home: &Path) -> Result<BoundSocket, SocketError> {
     }
 
     match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_socket_like() => match UnixStream::connect(path) {
+        Ok(meta) if meta.file_type().is_socket() => match UnixStream::connect(path) {
             // Something answers: a daemon that does not use the lock. Never steal its socket.
             Ok(_) => return Err(SocketError::AlreadyRunning(path.to_path_buf())),
             Err(_) => {
@@ -129,17 +129,6 @@ fn prepare_directory(dir: &Path, home: &Path) -> Result<(), SocketError> {
             }
             Ok(())
         }
-    }
-}
-
-trait SocketLike {
-    fn is_socket_like(&self) -> bool;
-}
-
-impl SocketLike for std::fs::FileType {
-    fn is_socket_like(&self) -> bool {
-        use std::os::unix::fs::FileTypeExt;
-        self.is_socket()
     }
 }
 
