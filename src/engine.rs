@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::Settings;
+use crate::flags::Flags;
 use crate::files::{self, Skip};
 use crate::guidebook::{Guidebook, GuidelineSnapshot};
 use crate::repo::RepositoryResolver;
@@ -18,6 +19,7 @@ use crate::store::{Database, PresentationStore, StoreError};
 pub struct Engine {
     pub settings: Settings,
     pub guidebook: Arc<Guidebook>,
+    pub flags: Flags,
     pub repos: RepositoryResolver,
     pub presentations: PresentationStore,
     pub started: Instant,
@@ -50,6 +52,7 @@ impl Engine {
         let guidebook = Arc::new(Guidebook::load(settings.guidebook_root.clone()));
         Ok(Engine {
             guidebook,
+            flags: Flags::open(settings.flags.clone()),
             repos: RepositoryResolver::new(),
             presentations: PresentationStore::new(db),
             started: Instant::now(),

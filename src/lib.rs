@@ -23,6 +23,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod files;
+pub mod flags;
 pub mod guidebook;
 pub mod language;
 pub mod repo;
