@@ -4,6 +4,7 @@
 mod check;
 mod client;
 mod explain;
+mod flags;
 mod search;
 mod serve;
 mod status;
@@ -69,6 +70,11 @@ pub enum Command {
         session: String,
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
+    },
+    /// Read and change feature flags (feature_flags.json).
+    Flags {
+        #[command(subcommand)]
+        command: flags::FlagsCommand,
     },
     /// Show the running sidecar's status.
     Status {
@@ -140,5 +146,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         } => explain::run(&settings, session, json, files),
         Command::Search { session, files } => search::run(&settings, session, files),
         Command::Status { json } => status::run(&settings, json),
+        Command::Flags { command } => flags::run(&settings, command),
     }
 }

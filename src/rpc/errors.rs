@@ -11,6 +11,8 @@ pub const INVALID_PARAMS: i32 = -32602;
 pub const DEADLINE_EXCEEDED: i32 = -32001;
 /// The database could not be read or written (for example, locked past the busy timeout).
 pub const STORAGE_ERROR: i32 = -32010;
+/// The flags file could not be updated (it is invalid, or the write failed).
+pub const FLAGS_ERROR: i32 = -32020;
 
 /// Everything a handler can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +23,8 @@ pub enum RpcError {
     DeadlineExceeded,
     #[error("storage error: {0}")]
     Storage(StoreError),
+    #[error("flags file error: {0}")]
+    Flags(String),
 }
 
 impl From<StoreError> for RpcError {
@@ -38,12 +42,15 @@ impl RpcError {
             RpcError::InvalidParams(_) => INVALID_PARAMS,
             RpcError::DeadlineExceeded => DEADLINE_EXCEEDED,
             RpcError::Storage(_) => STORAGE_ERROR,
+            RpcError::Flags(_) => FLAGS_ERROR,
         }
     }
 
     pub fn into_object(self) -> ErrorObjectOwned {
-        if let RpcError::Storage(e) = &self {
-            tracing::warn!("{e}");
+        match &self {
+            RpcError::Storage(e) => tracing::warn!("{e}"),
+            RpcError::Flags(e) => tracing::warn!("{e}"),
+            _ => {}
         }
         ErrorObjectOwned::owned(self.code(), self.to_string(), None::<()>)
     }

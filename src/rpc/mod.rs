@@ -5,8 +5,11 @@
 pub mod discover;
 pub mod errors;
 pub mod explain;
+pub mod get_flags;
+pub mod is_enabled;
 pub mod reset_session;
 pub mod search;
+pub mod set_flag;
 pub mod status;
 
 use std::sync::Arc;
@@ -44,9 +47,28 @@ pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
             .map_err(RpcError::into_object)
     })
     .expect("unique method name");
-    m.register_method("status", |p, e, _| {
+    m.register_blocking_method("status", |p, e, _| {
         parse(&p)
-            .map(|p| status::handle(e, p))
+            .map(|p| status::handle(&e, p))
+            .map_err(RpcError::into_object)
+    })
+    .expect("unique method name");
+    // Flag handlers `stat` (and maybe read) a small file, or write one: blocking methods.
+    m.register_blocking_method("getFlags", |p, e, _| {
+        parse(&p)
+            .map(|p| get_flags::handle(&e, p))
+            .map_err(RpcError::into_object)
+    })
+    .expect("unique method name");
+    m.register_blocking_method("isEnabled", |p, e, _| {
+        parse(&p)
+            .and_then(|p| is_enabled::handle(&e, p))
+            .map_err(RpcError::into_object)
+    })
+    .expect("unique method name");
+    m.register_blocking_method("setFlag", |p, e, _| {
+        parse(&p)
+            .and_then(|p| set_flag::handle(&e, p))
             .map_err(RpcError::into_object)
     })
     .expect("unique method name");

@@ -36,7 +36,7 @@ pub struct FileError {
     pub message: String,
 }
 
-/// The flags file's state. Flags are not loaded by this version yet, so `loadedAt` is null.
+/// The flags file's state: when the served flags were read, and the file's error, if any.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FlagsStatus {
@@ -47,6 +47,7 @@ pub struct FlagsStatus {
 
 pub fn handle(engine: &Engine, _params: Params) -> Status {
     let s = engine.guidebook.snapshot();
+    let flags = engine.flags.snapshot();
     Status {
         version: crate::VERSION.to_string(),
         uptime_seconds: engine.started.elapsed().as_secs(),
@@ -67,9 +68,9 @@ pub fn handle(engine: &Engine, _params: Params) -> Status {
                 .collect(),
         },
         flags: FlagsStatus {
-            path: engine.settings.flags.display().to_string(),
-            loaded_at: None,
-            error: None,
+            path: engine.flags.path().display().to_string(),
+            loaded_at: Some(crate::time::rfc3339(flags.loaded_at)),
+            error: flags.error.clone(),
         },
     }
 }

@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod cli;
+mod flags;
 mod harness;
 mod hook;
 mod lifecycle;

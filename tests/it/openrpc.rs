@@ -97,6 +97,9 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
             "search",
             "explain",
             "resetSession",
+            "getFlags",
+            "isEnabled",
+            "setFlag",
             "status",
             "rpc.discover"
         ]
@@ -177,7 +180,29 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
         "resetSession",
         sidecar.result("resetSession", json!({"sessionId": "never-seen"})),
     ));
+    // Flags: none, then a file with a version, then a broken file (error set); setFlag.
+    responses.push(("getFlags", sidecar.result("getFlags", json!({}))));
+    let flags_path = sidecar.home.join("feature_flags.json");
+    std::fs::write(
+        &flags_path,
+        r#"{"_meta": {"version": "3"}, "flags": {"a": {"enabled": true, "rollout_percent": 5}}}"#,
+    )
+    .unwrap();
+    responses.push(("getFlags", sidecar.result("getFlags", json!({}))));
+    responses.push((
+        "isEnabled",
+        sidecar.result("isEnabled", json!({"flag": "a", "key": "k"})),
+    ));
+    responses.push((
+        "setFlag",
+        sidecar.result("setFlag", json!({"flag": "b", "enabled": true})),
+    ));
+    std::fs::write(&flags_path, "{").unwrap();
+    let broken_flags = sidecar.result("getFlags", json!({}));
+    assert!(broken_flags["error"].is_string());
+    responses.push(("getFlags", broken_flags));
     // status: healthy, then with a broken guideline file (line known) and a duplicate id.
+    std::fs::remove_file(&flags_path).unwrap();
     let healthy = sidecar.result("status", json!({}));
     assert_eq!(healthy["guidebook"]["errors"], json!([]));
     responses.push(("status", healthy));
