@@ -93,6 +93,8 @@ pub enum CliError {
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     Socket(#[from] crate::server::SocketError),
+    #[error(transparent)]
+    Activation(#[from] crate::server::ActivationError),
     #[error("{doing}: {source}")]
     Io {
         doing: String,
