@@ -6,6 +6,7 @@ mod client;
 mod explain;
 mod search;
 mod serve;
+mod service;
 mod status;
 
 use std::path::PathBuf;
@@ -70,6 +71,9 @@ pub enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+    /// Install, remove or inspect the systemd user units / launchd agent that run the sidecar.
+    #[command(subcommand)]
+    Service(service::ServiceCommand),
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -142,5 +146,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         } => explain::run(&settings, session, json, files),
         Command::Search { session, files } => search::run(&settings, session, files),
         Command::Status { json } => status::run(&settings, json),
+        Command::Service(command) => service::run(&settings, command),
     }
 }
