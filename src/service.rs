@@ -114,11 +114,12 @@ fn unit_path(path: &Path, user_home: &Path) -> String {
 fn systemd_socket(target: &ServiceTarget) -> String {
     // ListenStream= takes no quotes; a socket path with spaces cannot be expressed, and
     // `%h/...` keeps the default path identical to the committed template.
+    let escape = |p: &Path| p.display().to_string().replace('%', "%%");
     let path = match target.socket.strip_prefix(&target.user_home) {
-        Ok(rest) => format!("%h/{}", rest.display()),
-        Err(_) => target.socket.display().to_string(),
+        Ok(rest) => format!("%h/{}", escape(rest)),
+        Err(_) => escape(&target.socket),
     };
-    set_key(SYSTEMD_SOCKET, "ListenStream", &path.replace('%', "%%"))
+    set_key(SYSTEMD_SOCKET, "ListenStream", &path)
 }
 
 fn systemd_service(target: &ServiceTarget) -> String {

@@ -11,3 +11,4 @@ mod openrpc;
 mod presentation;
 mod reload;
 mod scope;
+mod service;
