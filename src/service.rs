@@ -181,9 +181,14 @@ mod tests {
     #[test]
     fn the_default_socket_unit_is_the_committed_template() {
         let files = files(Manager::Systemd, &target("/home/ann"));
-        assert_eq!(files[0].path, Path::new("/home/ann/.config/systemd/user/guidebook.socket"));
+        assert_eq!(
+            files[0].path,
+            Path::new("/home/ann/.config/systemd/user/guidebook.socket")
+        );
         assert_eq!(files[0].content, SYSTEMD_SOCKET);
-        assert!(files[1].content.contains("\nExecStart=\"/opt/guide book/bin/guidebook\" serve\n"));
+        assert!(files[1]
+            .content
+            .contains("\nExecStart=\"/opt/guide book/bin/guidebook\" serve\n"));
         assert!(files.iter().all(|f| f.content.contains(MARKER)));
     }
 
@@ -194,7 +199,9 @@ mod tests {
         t.socket = PathBuf::from("/run/user/1000/gb.sock");
         t.guidebook_home = Some(PathBuf::from("/srv/gb"));
         let files = files(Manager::Systemd, &t);
-        assert!(files[0].content.contains("\nListenStream=/run/user/1000/gb.sock\n"));
+        assert!(files[0]
+            .content
+            .contains("\nListenStream=/run/user/1000/gb.sock\n"));
         assert!(files[1]
             .content
             .contains("\nExecStart=%h/bin/50%%/guidebook serve\nEnvironment=\"ADAPTIVE_GUIDEBOOK_HOME=/srv/gb\"\n"));
@@ -209,12 +216,16 @@ mod tests {
             plist.path,
             Path::new("/Users/a&b/Library/LaunchAgents/dev.adaptive-guidebook.sidecar.plist")
         );
-        assert!(!plist.content.contains("<string>$HOME"), "{}", plist.content);
+        assert!(
+            !plist.content.contains("<string>$HOME"),
+            "{}",
+            plist.content
+        );
         assert!(plist
             .content
             .contains("<string>/Users/a&amp;b/Library/Logs/adaptive-guidebook.log</string>"));
-        assert!(plist
-            .content
-            .contains("<key>ADAPTIVE_GUIDEBOOK_HOME</key>\n\t\t<string>/Users/a&amp;b/gb</string>"));
+        assert!(plist.content.contains(
+            "<key>ADAPTIVE_GUIDEBOOK_HOME</key>\n\t\t<string>/Users/a&amp;b/gb</string>"
+        ));
     }
 }

@@ -91,7 +91,9 @@ fn target(settings: &Settings) -> Result<ServiceTarget, CliError> {
             source,
         })?;
     let user_home = env_path("HOME").ok_or_else(|| {
-        CliError::Sidecar("HOME is not set to an absolute path; cannot tell where to install".into())
+        CliError::Sidecar(
+            "HOME is not set to an absolute path; cannot tell where to install".into(),
+        )
     })?;
     let config_home = env_path("XDG_CONFIG_HOME").unwrap_or_else(|| user_home.join(".config"));
     Ok(ServiceTarget {

@@ -30,7 +30,9 @@ pub enum SocketError {
         owner: u32,
         me: u32,
     },
-    #[error("the inherited socket has no path (an abstract or unnamed socket); use ListenStream=PATH")]
+    #[error(
+        "the inherited socket has no path (an abstract or unnamed socket); use ListenStream=PATH"
+    )]
     NoPath,
     #[error("{doing} {path}: {source}")]
     Io {

@@ -69,8 +69,14 @@ fn service_socket_activation_answers_on_the_inherited_socket_and_notifies_system
         .arg("--listen")
         .arg(&socket)
         .arg("--fdname=guidebook")
-        .arg(format!("--setenv=ADAPTIVE_GUIDEBOOK_HOME={}", home.display()))
-        .arg(format!("--setenv=ADAPTIVE_GUIDEBOOK_ROOT={}", root.display()))
+        .arg(format!(
+            "--setenv=ADAPTIVE_GUIDEBOOK_HOME={}",
+            home.display()
+        ))
+        .arg(format!(
+            "--setenv=ADAPTIVE_GUIDEBOOK_ROOT={}",
+            root.display()
+        ))
         .arg(format!("--setenv=NOTIFY_SOCKET={}", notify_path.display()))
         .arg("--setenv=RUST_LOG=info")
         .arg("--setenv=GIT_CONFIG_NOSYSTEM=1")
@@ -187,7 +193,9 @@ fn service_install_writes_units_that_systemd_verifies_and_status_and_uninstall_a
         "{stdout}"
     );
     assert!(
-        stdout.contains("  systemctl --user daemon-reload\n  systemctl --user enable --now guidebook.socket\n"),
+        stdout.contains(
+            "  systemctl --user daemon-reload\n  systemctl --user enable --now guidebook.socket\n"
+        ),
         "{stdout}"
     );
     // The default socket unit is the committed one; the service runs this very binary.
@@ -235,12 +243,24 @@ fn service_install_writes_units_that_systemd_verifies_and_status_and_uninstall_a
     let out = service_cli(&user_home, &config_home, None, &["service", "status"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}");
-    assert_eq!(stdout.matches("installed, up to date").count(), 2, "{stdout}");
+    assert_eq!(
+        stdout.matches("installed, up to date").count(),
+        2,
+        "{stdout}"
+    );
     assert!(stdout.contains("sidecar: not answering"), "{stdout}");
-    std::fs::write(&service_unit, service.replace("RestartSec=2", "RestartSec=9")).unwrap();
+    std::fs::write(
+        &service_unit,
+        service.replace("RestartSec=2", "RestartSec=9"),
+    )
+    .unwrap();
     let out = service_cli(&user_home, &config_home, None, &["service", "status"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stdout).contains("differs"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("differs"),
+        "{}",
+        text(&out.stdout)
+    );
 
     // --now runs systemctl (a stand-in that records its arguments).
     let bin = dir.path().join("bin");
@@ -322,7 +342,8 @@ fn assert_agent_keys(plist: &Value) {
 
 #[test]
 fn service_launchd_agent_parses_and_has_the_required_keys() {
-    let committed = parse_plist(&manifest_dir().join("launchd/dev.adaptive-guidebook.sidecar.plist"));
+    let committed =
+        parse_plist(&manifest_dir().join("launchd/dev.adaptive-guidebook.sidecar.plist"));
     assert_agent_keys(&committed);
 
     let dir = tempfile::tempdir().unwrap();
@@ -336,7 +357,10 @@ fn service_launchd_agent_parses_and_has_the_required_keys() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     let path = user_home.join("Library/LaunchAgents/dev.adaptive-guidebook.sidecar.plist");
-    assert!(stdout.contains(&format!("wrote {} (created)", path.display())), "{stdout}");
+    assert!(
+        stdout.contains(&format!("wrote {} (created)", path.display())),
+        "{stdout}"
+    );
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     assert!(
@@ -347,7 +371,11 @@ fn service_launchd_agent_parses_and_has_the_required_keys() {
     assert_agent_keys(&installed);
     assert_eq!(
         installed["ProgramArguments"][0],
-        guidebook_exe().canonicalize().unwrap().display().to_string()
+        guidebook_exe()
+            .canonicalize()
+            .unwrap()
+            .display()
+            .to_string()
     );
     let log = user_home.join("Library/Logs/adaptive-guidebook.log");
     assert_eq!(installed["StandardErrorPath"], log.display().to_string());
@@ -400,12 +428,28 @@ fn service_a_client_running_as_another_uid_is_refused() {
         .env("HOME", "/nonexistent")
         .env("PATH", "/usr/bin:/bin");
     let out = run_bounded(cmd, b"", "guidebook status as nobody");
-    assert!(!out.status.success(), "nobody was served: {}", text(&out.stdout));
-    assert!(!text(&out.stdout).contains("version"), "{}", text(&out.stdout));
-    let refused = || sidecar.stderr().contains("refused a connection from uid 65534");
+    assert!(
+        !out.status.success(),
+        "nobody was served: {}",
+        text(&out.stdout)
+    );
+    assert!(
+        !text(&out.stdout).contains("version"),
+        "{}",
+        text(&out.stdout)
+    );
+    let refused = || {
+        sidecar
+            .stderr()
+            .contains("refused a connection from uid 65534")
+    };
     let started = Instant::now();
     while !refused() {
-        assert!(started.elapsed() < WATCHDOG, "no refusal logged:\n{}", sidecar.stderr());
+        assert!(
+            started.elapsed() < WATCHDOG,
+            "no refusal logged:\n{}",
+            sidecar.stderr()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     // The owner is served on the same socket.
@@ -442,7 +486,11 @@ fn service_a_world_writable_state_directory_stops_the_start_with_a_clear_message
     ] {
         assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
     }
-    assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0, "nothing was written");
+    assert_eq!(
+        std::fs::read_dir(&home).unwrap().count(),
+        0,
+        "nothing was written"
+    );
 
     // The database's directory gets the same check.
     chmod(&home, 0o700);
@@ -461,8 +509,8 @@ fn service_a_world_writable_state_directory_stops_the_start_with_a_clear_message
 }
 
 #[test]
-fn service_sigterm_during_a_burst_answers_every_accepted_request_and_keeps_the_database_consistent(
-) {
+fn service_sigterm_during_a_burst_answers_every_accepted_request_and_keeps_the_database_consistent()
+{
     let (dir, root) = test_guidebook_dir();
     let mut sidecar = Sidecar::start_with(SidecarOptions {
         root: Some(root),
@@ -497,7 +545,10 @@ fn service_sigterm_during_a_burst_answers_every_accepted_request_and_keeps_the_d
                         Ok(s) => s,
                         Err(e) => {
                             assert!(
-                                matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConnectionRefused),
+                                matches!(
+                                    e.kind(),
+                                    ErrorKind::NotFound | ErrorKind::ConnectionRefused
+                                ),
                                 "client {t}: {e}"
                             );
                             return;
@@ -569,7 +620,10 @@ fn service_credentials_in_a_remote_url_never_reach_the_log() {
         ..SidecarOptions::default()
     });
     let repo = dir.path().join("backend-x");
-    git_repo(&repo, Some("https://alice:s3cret-token@git.example.com/acme/backend-x.git"));
+    git_repo(
+        &repo,
+        Some("https://alice:s3cret-token@git.example.com/acme/backend-x.git"),
+    );
     let file = write_file(&repo, "src/Main.kt", "fun main() { println(\"hi\") }\n");
     // Resolving the repository is what lets the `acme/backend-*` guideline apply.
     assert_eq!(sidecar.search_ids("s", &[&file]), ["backend-logging"]);
@@ -577,7 +631,16 @@ fn service_credentials_in_a_remote_url_never_reach_the_log() {
     assert_eq!(explained["files"][0]["repository"], "acme/backend-x");
 
     let log = sidecar.stderr();
-    assert!(log.contains("acme/backend-x"), "identity resolution is logged:\n{log}");
-    assert!(!log.contains("s3cret"), "a credential reached the log:\n{log}");
-    assert!(!log.contains("alice"), "a user name reached the log:\n{log}");
+    assert!(
+        log.contains("acme/backend-x"),
+        "identity resolution is logged:\n{log}"
+    );
+    assert!(
+        !log.contains("s3cret"),
+        "a credential reached the log:\n{log}"
+    );
+    assert!(
+        !log.contains("alice"),
+        "a user name reached the log:\n{log}"
+    );
 }
