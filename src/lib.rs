@@ -16,6 +16,7 @@
 //! - [`language`]: a file's language from its name.
 //! - [`files`]: reads changed files safely (no FIFO hangs, capped size).
 //! - [`store`]: the only module that runs SQL: pool, schema, presentation state.
+//! - [`service`]: the systemd units and launchd agent `guidebook service install` writes.
 //! - [`config`]: settings with the precedence flag > env > `config.yaml` > default.
 //! - [`time`]: RFC 3339 timestamps without a date-time dependency.
 
@@ -29,6 +30,7 @@ pub mod language;
 pub mod repo;
 pub mod rpc;
 pub mod server;
+pub mod service;
 pub mod store;
 pub mod time;
 

@@ -7,6 +7,7 @@ mod explain;
 mod flags;
 mod search;
 mod serve;
+mod service;
 mod status;
 
 use std::path::PathBuf;
@@ -76,6 +77,9 @@ pub enum Command {
         #[command(subcommand)]
         command: flags::FlagsCommand,
     },
+    /// Install, remove or inspect the systemd user units / launchd agent that run the sidecar.
+    #[command(subcommand)]
+    Service(service::ServiceCommand),
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -99,6 +103,8 @@ pub enum CliError {
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     Socket(#[from] crate::server::SocketError),
+    #[error(transparent)]
+    Activation(#[from] crate::server::ActivationError),
     #[error("{doing}: {source}")]
     Io {
         doing: String,
@@ -147,5 +153,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Search { session, files } => search::run(&settings, session, files),
         Command::Status { json } => status::run(&settings, json),
         Command::Flags { command } => flags::run(&settings, command),
+        Command::Service(command) => service::run(&settings, command),
     }
 }

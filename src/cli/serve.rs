@@ -1,5 +1,7 @@
-//! `guidebook serve`: installs the sample guidebook on first run, opens the engine, binds the
-//! socket, reloads the guidebook in the background, and serves until SIGTERM/SIGINT.
+//! `guidebook serve`: checks that its directories are private, installs the sample guidebook on
+//! first run, opens the engine, binds the socket (or adopts one passed by systemd), tells the
+//! service manager it is ready, reloads the guidebook in the background, and serves until
+//! SIGTERM/SIGINT.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,7 +13,32 @@ use crate::engine::Engine;
 use crate::guidebook::install_sample;
 use crate::server;
 
-pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
+pub fn run(mut settings: Settings) -> Result<ExitCode, CliError> {
+    // Both take variables out of the environment, which is only sound while this process has
+    // a single thread; and children (git) must not inherit them.
+    let notifier = server::Notifier::from_env();
+    let inherited = server::inherited_listener()?;
+    if let Some(listener) = &inherited {
+        let path = listener
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
+        // The socket the service manager bound is the one clients reach; `status` must name it.
+        if let Some(path) = path.filter(|p| *p != settings.socket) {
+            tracing::warn!(
+                configured = %settings.socket.display(),
+                inherited = %path.display(),
+                "serving the socket the service manager passed, not the configured one"
+            );
+            settings.socket = path;
+        }
+    }
+    // Every directory that holds state must be private before anything is read from it or
+    // written to it.
+    server::prepare_directory(&settings.home, &settings.home, "HOME_DIR")?;
+    if let Some(dir) = settings.db.parent() {
+        server::prepare_directory(dir, &settings.home, "database directory")?;
+    }
     if settings.root_is_default() {
         let root = &settings.guidebook_root;
         if install_sample(root).map_err(|source| CliError::Io {
@@ -40,16 +67,17 @@ pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
         let _runtime = runtime.enter();
         server::termination_signal()
     };
-    let bound = server::bind(&settings.socket, &settings.home)?;
+    let activated = inherited.is_some();
+    let server::BoundSocket {
+        listener,
+        file: mut socket_file,
+    } = match inherited {
+        Some(listener) => server::adopt(listener, &settings.home)?,
+        None => server::bind(&settings.socket, &settings.home)?,
+    };
     runtime.block_on(async {
         let listener =
-            tokio::net::UnixListener::from_std(bound.listener.try_clone().map_err(|source| {
-                CliError::Io {
-                    doing: "cloning the listening socket".into(),
-                    source,
-                }
-            })?)
-            .map_err(|source| CliError::Io {
+            tokio::net::UnixListener::from_std(listener).map_err(|source| CliError::Io {
                 doing: "registering the listening socket".into(),
                 source,
             })?;
@@ -62,8 +90,17 @@ pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
             db = %settings.db.display(),
             root = %settings.guidebook_root.display(),
             version = crate::VERSION,
+            activated,
             "listening"
         );
+        notifier.notify(&format!(
+            "READY=1\nSTATUS=listening on {}",
+            settings.socket.display()
+        ));
+        let shutdown = async {
+            shutdown.await;
+            notifier.notify("STOPPING=1");
+        };
         let limits = server::Limits {
             max_request_bytes: settings.max_request_bytes,
         };
@@ -72,14 +109,16 @@ pub fn run(settings: Settings) -> Result<ExitCode, CliError> {
             crate::rpc::module(engine.clone()),
             limits,
             shutdown,
+            // An inherited socket stays: systemd keeps listening on it while the daemon is
+            // down, and the next connection starts the daemon again.
+            || socket_file.remove(),
         )
         .await;
         reloader.abort();
         Ok::<_, CliError>(())
     })?;
-    // Removing the socket last: a client that still finds it gets "refused", never a half-served
-    // request.
-    drop(bound);
+    // The lock goes last: no second daemon starts on this path before the drain is over.
+    drop(socket_file);
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }

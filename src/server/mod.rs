@@ -1,10 +1,12 @@
 //! Serves the JSON-RPC module over a Unix socket: jsonrpsee's tower service on each accepted
-//! `tokio::net::UnixStream`, and a graceful shutdown that stops accepting, lets in-flight
-//! requests finish, and then returns so the caller can remove the socket.
+//! `tokio::net::UnixStream` whose peer is this user, and a graceful shutdown that stops
+//! accepting, lets in-flight requests finish, and then returns.
 
+mod activation;
 mod socket;
 
-pub use socket::{bind, BoundSocket, SocketError};
+pub use activation::{inherited_listener, ActivationError, Notifier};
+pub use socket::{adopt, bind, prepare_directory, BoundSocket, SocketError, SocketFile};
 
 use std::future::Future;
 use std::time::Duration;
@@ -30,16 +32,23 @@ pub struct Limits {
     pub max_request_bytes: u32,
 }
 
-/// Accepts connections on `listener` until `shutdown` resolves, then drains.
+/// Accepts connections on `listener` until `shutdown` resolves, then calls `stop_listening`
+/// (which removes the socket file, so that new clients find no sidecar rather than a backlog
+/// that will be reset), answers the connections already waiting, and drains.
 ///
-/// Invariant: once this returns, no request is being handled, so removing the socket and
-/// closing the database is safe.
+/// Only connections from this process's effective uid are served: anyone else is refused before
+/// a byte is read.
+///
+/// Invariant: once this returns, no request is being handled, so closing the database is safe.
 pub async fn run(
     listener: UnixListener,
     module: RpcModule<Engine>,
     limits: Limits,
     shutdown: impl Future<Output = ()>,
+    stop_listening: impl FnOnce(),
 ) {
+    // SAFETY: geteuid has no preconditions.
+    let owner = unsafe { libc::geteuid() };
     let config = ServerConfig::builder()
         .max_request_body_size(limits.max_request_bytes)
         .max_response_body_size(32 << 20)
@@ -69,7 +78,9 @@ pub async fn run(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    connections.spawn(serve(stream));
+                    if peer_is(&stream, owner) {
+                        connections.spawn(serve(stream));
+                    }
                 }
                 Err(e) => {
                     // Usually EMFILE: back off a little instead of spinning on the error.
@@ -83,6 +94,7 @@ pub async fn run(
         }
     }
 
+    stop_listening();
     // Clients whose connections wait in the backlog have sent their requests and count as in
     // flight: take them before the listener closes, which would reset them.
     if let Ok(listener) = listener.into_std() {
@@ -92,7 +104,9 @@ pub async fn run(
                 .and_then(|()| tokio::net::UnixStream::from_std(stream))
             {
                 Ok(stream) => {
-                    connections.spawn(serve(stream));
+                    if peer_is(&stream, owner) {
+                        connections.spawn(serve(stream));
+                    }
                 }
                 Err(e) => tracing::warn!("cannot serve a pending connection: {e}"),
             }
@@ -114,6 +128,28 @@ pub async fn run(
             "drain timed out; abandoning the remaining connections"
         );
         connections.abort_all();
+    }
+}
+
+/// Whether the process at the other end of `stream` runs as `owner` (`SO_PEERCRED` on Linux,
+/// `getpeereid` on macOS). The socket file's mode already keeps others out; this holds even
+/// when that mode or its directory's was loosened, or when the socket was bound by someone else.
+fn peer_is(stream: &tokio::net::UnixStream, owner: u32) -> bool {
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == owner => true,
+        Ok(cred) => {
+            tracing::warn!(
+                uid = cred.uid(),
+                pid = cred.pid(),
+                "refused a connection from uid {}: only uid {owner} may use this sidecar",
+                cred.uid()
+            );
+            false
+        }
+        Err(e) => {
+            tracing::warn!("refused a connection whose peer cannot be identified: {e}");
+            false
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Binds the sidecar's Unix socket safely: a 0700 directory, a 0600 socket, a lock next to it so
 //! that two daemons never share one path, a stale socket left by a crash replaced, and a live
-//! one never stolen. Writes: the socket file and its `.lock` file.
+//! one never stolen; or adopts a socket a service manager bound. Also the one check that a
+//! directory is fit to hold private state. Writes: the socket file and its `.lock` file.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -16,8 +17,23 @@ pub enum SocketError {
     AlreadyRunning(PathBuf),
     #[error("{0} exists and is not a socket; refusing to replace it")]
     NotASocket(PathBuf),
-    #[error("directory {dir} is writable by group or others (mode {mode:o}); run `chmod 700 {dir}` or choose another --socket")]
-    UnsafeDirectory { dir: PathBuf, mode: u32 },
+    #[error("refusing to start: {what} {dir} is writable by group or others (mode {mode:04o}), so another local user could replace the sidecar's files; run `chmod 700 {dir}`")]
+    UnsafeDirectory {
+        what: &'static str,
+        dir: PathBuf,
+        mode: u32,
+    },
+    #[error("refusing to start: {what} {dir} belongs to uid {owner}, not to this user (uid {me}); choose a directory of your own")]
+    ForeignDirectory {
+        what: &'static str,
+        dir: PathBuf,
+        owner: u32,
+        me: u32,
+    },
+    #[error(
+        "the inherited socket has no path (an abstract or unnamed socket); use ListenStream=PATH"
+    )]
+    NoPath,
     #[error("{doing} {path}: {source}")]
     Io {
         doing: &'static str,
@@ -34,31 +50,52 @@ fn io_err<'a>(doing: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> 
     }
 }
 
-/// A bound listening socket. Dropping it removes the socket file, if the file is still the one
-/// this process created.
+/// A bound listening socket and the file it lives at.
 #[derive(Debug)]
 pub struct BoundSocket {
     pub listener: UnixListener,
+    pub file: SocketFile,
+}
+
+/// The socket's file and the lock that makes this daemon its owner. Dropping it removes the
+/// file, if this process created it and it is still the same file.
+#[derive(Debug)]
+pub struct SocketFile {
     path: PathBuf,
     ino: u64,
+    /// False for a socket a service manager bound and passed in: the manager keeps listening on
+    /// it while the daemon is down (the next connection starts it again), so the file is its
+    /// to remove.
+    owned: bool,
     // Held for the life of the daemon: the flock is what keeps a second daemon out.
     _lock: File,
 }
 
-impl Drop for BoundSocket {
-    fn drop(&mut self) {
+impl SocketFile {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the file, so that new clients find no sidecar instead of a socket that is about
+    /// to close. Idempotent; leaves an inherited socket alone.
+    pub fn remove(&mut self) {
+        if !self.owned {
+            return;
+        }
+        self.owned = false;
         if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == self.ino) {
             let _ = std::fs::remove_file(&self.path);
         }
     }
 }
 
-/// Binds `path`. `home` is the sidecar's own directory, which may be tightened to 0700; any
-/// other existing directory is only checked, never changed.
-pub fn bind(path: &Path, home: &Path) -> Result<BoundSocket, SocketError> {
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    prepare_directory(dir, home)?;
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
 
+fn lock(path: &Path) -> Result<File, SocketError> {
     let lock_path = PathBuf::from(format!("{}.lock", path.display()));
     let lock = OpenOptions::new()
         .create(true)
@@ -71,6 +108,45 @@ pub fn bind(path: &Path, home: &Path) -> Result<BoundSocket, SocketError> {
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err(SocketError::AlreadyRunning(path.to_path_buf()));
     }
+    Ok(lock)
+}
+
+/// Adopts a listening socket a service manager bound (socket activation). Its directory gets
+/// the same check as a socket this daemon binds, and the same `.lock` is taken, so a daemon
+/// started by hand on the same path is still refused; the file is never removed by this
+/// process. Returns the socket and its path.
+pub fn adopt(listener: UnixListener, home: &Path) -> Result<BoundSocket, SocketError> {
+    let path = listener
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(Path::to_path_buf))
+        .ok_or(SocketError::NoPath)?;
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    prepare_directory(dir, home, "socket directory")?;
+    let lock = lock(&path)?;
+    listener
+        .set_nonblocking(true)
+        .map_err(io_err("configuring", &path))?;
+    let ino = std::fs::symlink_metadata(&path)
+        .map_err(io_err("inspecting", &path))?
+        .ino();
+    Ok(BoundSocket {
+        listener,
+        file: SocketFile {
+            path,
+            ino,
+            owned: false,
+            _lock: lock,
+        },
+    })
+}
+
+/// Binds `path`. `home` is the sidecar's own directory, which may be tightened to 0700; any
+/// other existing directory is only checked, never changed.
+pub fn bind(path: &Path, home: &Path) -> Result<BoundSocket, SocketError> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    prepare_directory(dir, home, "socket directory")?;
+    let lock = lock(path)?;
 
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => match UnixStream::connect(path) {
@@ -98,13 +174,22 @@ pub fn bind(path: &Path, home: &Path) -> Result<BoundSocket, SocketError> {
         .ino();
     Ok(BoundSocket {
         listener,
-        path: path.to_path_buf(),
-        ino,
-        _lock: lock,
+        file: SocketFile {
+            path: path.to_path_buf(),
+            ino,
+            owned: true,
+            _lock: lock,
+        },
     })
 }
 
-fn prepare_directory(dir: &Path, home: &Path) -> Result<(), SocketError> {
+/// Makes sure `dir` (`what` names it in errors) can hold the sidecar's private state: creates it
+/// 0700 when missing, refuses it when group or others may write to it (they could replace the
+/// socket, the database or the guidelines) or when another user owns it (root excepted). The
+/// sidecar's own `home` is also made unreadable to others; any other directory is only checked,
+/// never changed. Only `dir` itself is checked, not its parents: `/tmp` above a private
+/// directory is fine.
+pub fn prepare_directory(dir: &Path, home: &Path, what: &'static str) -> Result<(), SocketError> {
     match std::fs::metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::DirBuilder::new()
             .recursive(true)
@@ -115,17 +200,28 @@ fn prepare_directory(dir: &Path, home: &Path) -> Result<(), SocketError> {
         Ok(meta) => {
             let mode = meta.mode() & 0o7777;
             // SAFETY: geteuid has no preconditions.
-            let mine = meta.uid() == unsafe { libc::geteuid() };
-            if dir == home && mine && mode & 0o077 != 0 {
-                tracing::warn!(dir = %dir.display(), "tightening permissions to 0700");
-                return std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-                    .map_err(io_err("setting permissions on", dir));
+            let me = unsafe { libc::geteuid() };
+            if meta.uid() != me && meta.uid() != 0 {
+                return Err(SocketError::ForeignDirectory {
+                    what,
+                    dir: dir.to_path_buf(),
+                    owner: meta.uid(),
+                    me,
+                });
             }
+            // A directory others may write to is refused even when it is ours to fix: its
+            // contents may already have been replaced, so the user should look before trusting it.
             if mode & 0o022 != 0 {
                 return Err(SocketError::UnsafeDirectory {
+                    what,
                     dir: dir.to_path_buf(),
                     mode,
                 });
+            }
+            if dir == home && meta.uid() == me && mode & 0o077 != 0 {
+                tracing::warn!(dir = %dir.display(), "tightening permissions to 0700");
+                return std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(io_err("setting permissions on", dir));
             }
             Ok(())
         }
@@ -152,13 +248,13 @@ mod tests {
         ));
         // A crash leaves the socket file behind with nobody listening: it is replaced.
         std::mem::forget(bound.listener.try_clone().unwrap());
-        let stale_ino = bound.ino;
+        let stale_ino = bound.file.ino;
         drop(bound);
         let stale = UnixListener::bind(&path).unwrap();
         drop(stale);
         assert!(path.exists());
         let again = bind(&path, &home).unwrap();
-        assert_ne!(again.ino, stale_ino);
+        assert_ne!(again.file.ino, stale_ino);
         drop(again);
         assert!(!path.exists(), "the socket is removed on drop");
     }
@@ -172,6 +268,14 @@ mod tests {
         let err = bind(&open.join("s.sock"), dir.path()).unwrap_err();
         assert!(matches!(err, SocketError::UnsafeDirectory { .. }), "{err}");
         assert!(err.to_string().contains("chmod 700"));
+        // The sidecar's own directory is refused too, not silently repaired: others may already
+        // have written to it.
+        let err = bind(&open.join("s.sock"), &open).unwrap_err();
+        assert!(err.to_string().contains("mode 0777"), "{err}");
+        // Readable by others only: the home is tightened, another directory is accepted as is.
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        drop(bind(&open.join("s.sock"), &open).unwrap());
+        assert_eq!(std::fs::metadata(&open).unwrap().mode() & 0o777, 0o700);
 
         let file = dir.path().join("regular");
         std::fs::write(&file, "x").unwrap();

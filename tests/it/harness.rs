@@ -102,6 +102,16 @@ pub fn shim_exe() -> PathBuf {
     exe
 }
 
+/// A `guidebook` command with none of the test process's own settings variables; the caller
+/// gives it everything it needs.
+pub fn isolated_guidebook() -> Command {
+    let mut cmd = Command::new(guidebook_exe());
+    for var in INHERITED_SETTINGS {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 /// Waits for `child` to exit, killing it and failing the test if it outlives `limit`.
 pub fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
     let started = Instant::now();

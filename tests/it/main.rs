@@ -12,3 +12,4 @@ mod openrpc;
 mod presentation;
 mod reload;
 mod scope;
+mod service;
