@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::Settings;
-use crate::flags::Flags;
 use crate::files::{self, Skip};
+use crate::flags::Flags;
 use crate::guidebook::{Guidebook, GuidelineSnapshot};
 use crate::repo::RepositoryResolver;
 use crate::store::{Database, PresentationStore, StoreError};
