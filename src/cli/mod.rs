@@ -4,6 +4,7 @@
 mod check;
 mod client;
 mod explain;
+mod hooks;
 mod search;
 mod serve;
 mod status;
@@ -70,6 +71,11 @@ pub enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+    /// Configure the hooks of Codex and Claude Code to run guidebook-hook.
+    Hooks {
+        #[command(subcommand)]
+        command: hooks::HooksCommand,
+    },
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -100,6 +106,9 @@ pub enum CliError {
     },
     #[error("{0}")]
     Sidecar(String),
+    /// A request that cannot be carried out as given; the text says why and what to do.
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// FILE arguments as the absolute paths the sidecar requires, resolved against the current
@@ -129,6 +138,10 @@ impl Cli {
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    // Editing the agents' settings needs none of the sidecar's, nor a valid config.yaml.
+    if let Command::Hooks { command } = cli.command {
+        return hooks::run(command);
+    }
     let settings = Settings::resolve(&cli.overrides())?;
     match cli.command {
         Command::Serve { .. } => serve::run(settings),
@@ -140,5 +153,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         } => explain::run(&settings, session, json, files),
         Command::Search { session, files } => search::run(&settings, session, files),
         Command::Status { json } => status::run(&settings, json),
+        Command::Hooks { .. } => unreachable!("handled before the settings"),
     }
 }

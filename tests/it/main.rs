@@ -7,6 +7,7 @@ mod bad_input;
 mod cli;
 mod harness;
 mod hook;
+mod hooks_install;
 mod lifecycle;
 mod openrpc;
 mod presentation;
