@@ -81,12 +81,16 @@ pub enum EditError {
 /// Whether `command` runs `guidebook-hook`: its first word, unquoted, is a path whose file
 /// name is `guidebook-hook`.
 pub fn is_our_command(command: &str) -> bool {
+    program(command).rsplit('/').next() == Some(HOOK_PROGRAM)
+}
+
+/// The program a shell command line runs: its first word, without the quotes around it.
+pub fn program(command: &str) -> &str {
     let command = command.trim_start();
-    let program = match command.chars().next() {
+    match command.chars().next() {
         Some(quote @ ('\'' | '"')) => command[1..].split(quote).next().unwrap_or(""),
         _ => command.split_whitespace().next().unwrap_or(""),
-    };
-    program.rsplit('/').next() == Some(HOOK_PROGRAM)
+    }
 }
 
 /// `text` with our entries for `host` installed, running `command`: in each of the host's

@@ -3,6 +3,7 @@
 
 mod check;
 mod client;
+mod doctor;
 mod explain;
 mod hooks;
 mod search;
@@ -76,6 +77,8 @@ pub enum Command {
         #[command(subcommand)]
         command: hooks::HooksCommand,
     },
+    /// Check the whole chain: binaries, sidecar, agents' hooks, guidebook, database, flags.
+    Doctor,
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -142,6 +145,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     if let Command::Hooks { command } = cli.command {
         return hooks::run(command);
     }
+    // The doctor reports settings that do not resolve instead of stopping at them.
+    if let Command::Doctor = cli.command {
+        return Ok(doctor::run(Settings::resolve(&cli.overrides())));
+    }
     let settings = Settings::resolve(&cli.overrides())?;
     match cli.command {
         Command::Serve { .. } => serve::run(settings),
@@ -153,6 +160,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         } => explain::run(&settings, session, json, files),
         Command::Search { session, files } => search::run(&settings, session, files),
         Command::Status { json } => status::run(&settings, json),
-        Command::Hooks { .. } => unreachable!("handled before the settings"),
+        Command::Hooks { .. } | Command::Doctor => unreachable!("handled before the settings"),
     }
 }

@@ -25,9 +25,12 @@ pub const PATIENT_HOOK_TIMEOUT_MS: &str = "15000";
 
 /// Environment variables of the test process that would otherwise leak into the binaries and
 /// point them at the developer's own sidecar.
-const INHERITED_SETTINGS: [&str; 9] = [
+const INHERITED_SETTINGS: [&str; 11] = [
     "ADAPTIVE_GUIDEBOOK_NO_AUTOSTART",
     "ADAPTIVE_GUIDEBOOK_BIN",
+    // Where `guidebook hooks install` and `doctor` find the agents' settings.
+    "CODEX_HOME",
+    "CLAUDE_CONFIG_DIR",
     "ADAPTIVE_GUIDEBOOK_HOME",
     "ADAPTIVE_GUIDEBOOK_SOCKET",
     "ADAPTIVE_GUIDEBOOK_DB",

@@ -5,6 +5,7 @@
 mod autostart;
 mod bad_input;
 mod cli;
+mod doctor;
 mod harness;
 mod hook;
 mod hooks_install;
