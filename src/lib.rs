@@ -17,6 +17,8 @@
 //! - [`files`]: reads changed files safely (no FIFO hangs, capped size).
 //! - [`store`]: the only module that runs SQL: pool, schema, presentation state.
 //! - [`service`]: the systemd units and launchd agent `guidebook service install` writes.
+//! - [`hook_config`]: our entries in Codex's `hooks.json` and Claude Code's `settings.json`,
+//!   merged in and out of the user's text without re-encoding the rest.
 //! - [`config`]: settings with the precedence flag > env > `config.yaml` > default.
 //! - [`time`]: RFC 3339 timestamps without a date-time dependency.
 
@@ -26,6 +28,7 @@ pub mod engine;
 pub mod files;
 pub mod flags;
 pub mod guidebook;
+pub mod hook_config;
 pub mod language;
 pub mod repo;
 pub mod rpc;

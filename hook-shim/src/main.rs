@@ -1,4 +1,4 @@
-//! `guidebook-hook`: one hook event on stdin, one question to the sidecar, at most one JSON line on stdout. Reads: arguments, stdin, a few environment variables, the sidecar socket. Writes: stdout (the hook output), stderr (diagnostics).
+//! `guidebook-hook`: one hook event on stdin, one question to the sidecar, at most one JSON line on stdout. Reads: arguments, stdin, a few environment variables, the sidecar socket. Writes: stdout (the hook output), stderr (diagnostics); starts the sidecar when none listens (see `autostart`).
 //!
 //! **Invariant:** it always exits 0 and never runs longer than its timeout, counted from process
 //! start; anything that goes wrong costs the agent a guideline, never a failed tool call.
@@ -33,6 +33,9 @@ Options:
 
 Environment:
   ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS   the whole run's budget in ms (default 2000)
+  ADAPTIVE_GUIDEBOOK_NO_AUTOSTART=1    never start the sidecar when nothing listens on the socket
+  ADAPTIVE_GUIDEBOOK_BIN               the `guidebook` binary to start (default: the one next to
+                                       guidebook-hook, else the first on PATH)
 ";
 
 /// Held while the hook output is printed, so that the watchdog can never end the process
@@ -44,6 +47,9 @@ macro_rules! diag {
         eprintln!("guidebook-hook: {}", format_args!($($arg)*))
     };
 }
+
+// Declared after `diag!` so that the module can use it.
+mod autostart;
 
 fn main() {
     let started = Instant::now();
@@ -80,8 +86,9 @@ fn run(started: Instant) {
         diag!("no socket: set --socket, ADAPTIVE_GUIDEBOOK_SOCKET or HOME");
         return;
     };
+    let autostart = std::env::var_os("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART").is_none_or(|v| v != "1");
     let exchange = || -> Result<Vec<u8>, client::ClientError> {
-        let mut stream = client::connect(&socket, deadline)?;
+        let mut stream = autostart::connect(&socket, deadline, autostart)?;
         // The deadline is measured at the moment of sending, after stdin and the connect.
         let left = deadline.saturating_duration_since(Instant::now());
         let limits = CallLimits {

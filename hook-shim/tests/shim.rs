@@ -134,7 +134,8 @@ struct Run {
 }
 
 /// Runs the shim with only the given environment (plus a `HOME` with no sidecar in it), feeds
-/// it `stdin`, and fails the test if it runs for [`HANG_LIMIT`].
+/// it `stdin`, and fails the test if it runs for [`HANG_LIMIT`]. Autostart is off unless `env`
+/// turns it on: these tests talk to fake sidecars, and a real `guidebook` sits next to the shim.
 fn run_shim(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Run {
     let home = TempDir::new();
     let mut command = Command::new(env!("CARGO_BIN_EXE_guidebook-hook"));
@@ -142,6 +143,7 @@ fn run_shim(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Run {
         .args(args)
         .env_clear()
         .env("HOME", &home.0)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -489,4 +491,65 @@ fn help_and_version_exit_zero() {
     let version = run_shim(&["--version"], &[], b"");
     assert!(version.status.success());
     assert!(version.stdout.starts_with("guidebook-hook "));
+}
+
+/// A stand-in for `guidebook` that records its arguments and exits without listening.
+fn fake_daemon(dir: &Path) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let args = dir.join("daemon-args");
+    let script = dir.join("fake-guidebook");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\n", args.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script, args)
+}
+
+#[test]
+fn missing_socket_starts_the_daemon_detached_unless_autostart_is_off() {
+    let dir = TempDir::new();
+    let (daemon, args) = fake_daemon(&dir.0);
+    let socket = dir.0.join("run/sidecar.sock");
+    let run_with = |no_autostart: &str| {
+        run_shim(
+            &["--socket", socket.to_str().unwrap()],
+            &[
+                ("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", "300"),
+                ("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", no_autostart),
+                ("ADAPTIVE_GUIDEBOOK_BIN", daemon.to_str().unwrap()),
+            ],
+            APPLY_PATCH_ADD.as_bytes(),
+        )
+    };
+
+    let off = run_with("1");
+    assert_silent_success(&off);
+    assert!(!args.exists(), "NO_AUTOSTART=1 starts nothing");
+    assert!(!dir.0.join("run").exists(), "and creates nothing");
+
+    // The fake never listens, so the shim waits out its budget and prints nothing.
+    let on = run_with("0");
+    assert_silent_success(&on);
+    assert!(on.stderr.contains("started the sidecar"), "{}", on.stderr);
+    // The detached fake may still be writing on a busy machine.
+    let started = Instant::now();
+    while !std::fs::read_to_string(&args).is_ok_and(|a| a.ends_with('\n')) {
+        assert!(
+            started.elapsed() < HANG_LIMIT,
+            "the daemon was never started"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&args).unwrap(),
+        format!("serve --socket {}\n", socket.display())
+    );
+    let log = std::fs::read_to_string(dir.0.join("run/sidecar.log")).unwrap();
+    assert!(log.contains("guidebook-hook: started"), "{log}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir.0.join("run")), 0o700);
+    assert_eq!(mode(&dir.0.join("run/sidecar.sock.start.lock")), 0o600);
 }

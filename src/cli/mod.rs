@@ -3,8 +3,10 @@
 
 mod check;
 mod client;
+mod doctor;
 mod explain;
 mod flags;
+mod hooks;
 mod search;
 mod serve;
 mod service;
@@ -80,6 +82,13 @@ pub enum Command {
     /// Install, remove or inspect the systemd user units / launchd agent that run the sidecar.
     #[command(subcommand)]
     Service(service::ServiceCommand),
+    /// Configure the hooks of Codex and Claude Code to run guidebook-hook.
+    Hooks {
+        #[command(subcommand)]
+        command: hooks::HooksCommand,
+    },
+    /// Check the whole chain: binaries, sidecar, agents' hooks, guidebook, database, flags.
+    Doctor,
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -112,6 +121,9 @@ pub enum CliError {
     },
     #[error("{0}")]
     Sidecar(String),
+    /// A request that cannot be carried out as given; the text says why and what to do.
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// FILE arguments as the absolute paths the sidecar requires, resolved against the current
@@ -141,6 +153,14 @@ impl Cli {
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    // Editing the agents' settings needs none of the sidecar's, nor a valid config.yaml.
+    if let Command::Hooks { command } = cli.command {
+        return hooks::run(command);
+    }
+    // The doctor reports settings that do not resolve instead of stopping at them.
+    if let Command::Doctor = cli.command {
+        return Ok(doctor::run(Settings::resolve(&cli.overrides())));
+    }
     let settings = Settings::resolve(&cli.overrides())?;
     match cli.command {
         Command::Serve { .. } => serve::run(settings),
@@ -154,5 +174,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Status { json } => status::run(&settings, json),
         Command::Flags { command } => flags::run(&settings, command),
         Command::Service(command) => service::run(&settings, command),
+        Command::Hooks { .. } | Command::Doctor => unreachable!("handled before the settings"),
     }
 }

@@ -85,6 +85,29 @@ impl Database {
         Ok(db)
     }
 
+    /// Checks that the existing database at `path` can be written, without writing: opens it
+    /// (creating nothing), takes the write lock with `BEGIN IMMEDIATE` (waiting up to
+    /// `busy_timeout` for a running sidecar's writes) and rolls back.
+    pub fn probe_writable(path: &Path, busy_timeout: Duration) -> Result<(), StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: path.to_path_buf(),
+            message,
+        };
+        let conn = rusqlite::Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| open_err(e.to_string()))?;
+        // SQLite falls back to read-only when the OS refuses write access, silently.
+        if conn.is_readonly("main").unwrap_or(true) {
+            return Err(open_err("opened read-only: no write permission".into()));
+        }
+        conn.busy_timeout(busy_timeout)
+            .map_err(StoreError::sql("setting the busy timeout"))?;
+        conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
+            .map_err(StoreError::sql("taking the write lock"))
+    }
+
     fn migrate(&self) -> Result<(), StoreError> {
         let mut conn = self.pool.get()?;
         let tx = conn

@@ -25,7 +25,12 @@ pub const PATIENT_HOOK_TIMEOUT_MS: &str = "15000";
 
 /// Environment variables of the test process that would otherwise leak into the binaries and
 /// point them at the developer's own sidecar.
-const INHERITED_SETTINGS: [&str; 7] = [
+const INHERITED_SETTINGS: [&str; 11] = [
+    "ADAPTIVE_GUIDEBOOK_NO_AUTOSTART",
+    "ADAPTIVE_GUIDEBOOK_BIN",
+    // Where `guidebook hooks install` and `doctor` find the agents' settings.
+    "CODEX_HOME",
+    "CLAUDE_CONFIG_DIR",
     "ADAPTIVE_GUIDEBOOK_HOME",
     "ADAPTIVE_GUIDEBOOK_SOCKET",
     "ADAPTIVE_GUIDEBOOK_DB",
@@ -169,7 +174,9 @@ pub struct ShimRun {
 
 /// Runs the real `guidebook-hook` with `stdin` and `envs` (nothing else from the test's own
 /// settings environment), checks that it exited 0 and that whatever it printed is one line of
-/// hook output valid against Codex's published schema.
+/// hook output valid against Codex's published schema. Autostart is off unless `envs` sets
+/// `ADAPTIVE_GUIDEBOOK_NO_AUTOSTART` otherwise: a shim that found no sidecar would start one
+/// this test does not own.
 pub fn run_shim(stdin: &str, envs: &[(&str, &OsStr)]) -> ShimRun {
     run_shim_with_args(&[], stdin, envs)
 }
@@ -180,6 +187,7 @@ pub fn run_shim_with_args(args: &[&OsStr], stdin: &str, envs: &[(&str, &OsStr)])
     for var in INHERITED_SETTINGS {
         cmd.env_remove(var);
     }
+    cmd.env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1");
     cmd.args(args).envs(envs.iter().copied());
     let out = run_bounded(cmd, stdin.as_bytes(), "guidebook-hook");
     let run = ShimRun {

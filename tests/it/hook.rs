@@ -11,13 +11,13 @@ use serde_json::{json, Value};
 
 use crate::harness::*;
 
-const BACKEND_ORDER: &str = "git@github.com:acme/backend-order.git";
+pub(crate) const BACKEND_ORDER: &str = "git@github.com:acme/backend-order.git";
 
-const ORDER_PRINTER_KT: &str = "package com.acme.order\n\nclass OrderPrinter(val id: String) {\n    fun show() = println(id)\n}\n";
+pub(crate) const ORDER_PRINTER_KT: &str = "package com.acme.order\n\nclass OrderPrinter(val id: String) {\n    fun show() = println(id)\n}\n";
 
 /// The exact line the contract fixes for `backend-logging` + `kotlin-data-classes`: the header,
 /// then per guideline a blank line, `[id]` and the content with trailing whitespace removed.
-const BACKEND_KOTLIN_OUTPUT: &str = concat!(
+pub(crate) const BACKEND_KOTLIN_OUTPUT: &str = concat!(
     r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"#,
     r#""Adaptive Guidebook guidelines relevant to the latest changes:\n\n"#,
     r#"[backend-logging]\nUse the structured logger (\"log.info\"), not println.\n\n"#,
@@ -36,7 +36,7 @@ fn setup() -> (Sidecar, tempfile::TempDir, std::path::PathBuf) {
 
 /// A Codex `apply_patch` event (the fixture's shape) adding `rel` with `content`, which the
 /// test has written to disk as the tool would have.
-fn codex_add(session: &str, repo: &Path, rel: &str, content: &str) -> Value {
+pub(crate) fn codex_add(session: &str, repo: &Path, rel: &str, content: &str) -> Value {
     write_file(repo, rel, content);
     let mut event = hook_event("post_tool_use_apply_patch_add.json", session, repo);
     event["tool_input"]["command"] = json!(add_file_patch(&[(rel, content)]));
@@ -303,12 +303,14 @@ fn add_event_for(session: &str) -> (tempfile::TempDir, String) {
     (dir, event.to_string())
 }
 
+/// A shim with a short budget and autostart off: it must give up, not start a sidecar.
 fn impatient_shim(stdin: &str, socket: &Path) -> ShimRun {
     run_shim(
         stdin,
         &[
             ("ADAPTIVE_GUIDEBOOK_SOCKET", socket.as_os_str()),
             ("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", OsStr::new("500")),
+            ("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", OsStr::new("1")),
         ],
     )
 }

@@ -2,11 +2,14 @@
 //! homes, real git repositories and real SQLite, and drives it through the real `guidebook-hook`
 //! and `guidebook` binaries. One module per area; `harness` holds the shared helpers.
 
+mod autostart;
 mod bad_input;
 mod cli;
 mod flags;
+mod doctor;
 mod harness;
 mod hook;
+mod hooks_install;
 mod lifecycle;
 mod openrpc;
 mod presentation;

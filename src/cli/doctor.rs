@@ -1,0 +1,402 @@
+//! `guidebook doctor`: checks the whole chain from agent to sidecar and prints one line per check (`ok`, `warn` or `FAIL`, with the fix). Exit 1 on any failure. Reads: the settings, `guidebook-hook --version`, the socket, the agents' hook settings, the guidebook, the database (a rolled-back write lock), the flags file.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use super::client::{call, CallError};
+use super::hooks;
+use crate::config::{ConfigError, Settings};
+use crate::guidebook::Guidebook;
+use crate::hook_config::{self, Host};
+use crate::store::Database;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        })
+    }
+}
+
+/// One line of the report.
+struct Check {
+    level: Level,
+    name: &'static str,
+    detail: String,
+    /// What to run or do; shown unless the check is ok.
+    fix: Option<String>,
+}
+
+impl Check {
+    fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            level: Level::Ok,
+            name,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn warn(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            level: Level::Warn,
+            name,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    fn fail(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            level: Level::Fail,
+            name,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:<4}  {}: {}", self.level, self.name, self.detail)?;
+        match &self.fix {
+            Some(fix) if self.level != Level::Ok => write!(f, "; fix: {fix}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Runs every check and prints its line. A config that does not resolve is itself the report.
+pub fn run(settings: Result<Settings, ConfigError>) -> ExitCode {
+    let mut checks = vec![versions()];
+    match settings {
+        Ok(settings) => {
+            checks.push(sidecar(&settings));
+            checks.push(agent_hooks(Host::Codex, "codex hooks"));
+            checks.push(agent_hooks(Host::Claude, "claude hooks"));
+            checks.push(guidebook(&settings));
+            checks.push(database(&settings));
+            checks.push(flags_file(&settings.flags));
+        }
+        Err(e) => checks.push(Check::fail(
+            "settings",
+            e.to_string(),
+            "correct the file or variable named",
+        )),
+    }
+    for check in &checks {
+        println!("{check}");
+    }
+    if checks.iter().any(|c| c.level == Level::Fail) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+const REINSTALL: &str =
+    "install both from one checkout: cargo install --path . --locked && cargo install --path hook-shim --locked";
+
+/// `guidebook` and the `guidebook-hook` the hooks would run are one version.
+fn versions() -> Check {
+    const NAME: &str = "versions";
+    let Some(hook) = hooks::find_hook_binary() else {
+        return Check::fail(
+            NAME,
+            "no guidebook-hook next to guidebook or on PATH",
+            "cargo install --path hook-shim --locked",
+        );
+    };
+    let output = match output_bounded(Command::new(&hook).arg("--version"), Duration::from_secs(5))
+    {
+        Ok(out) => out,
+        Err(e) => {
+            return Check::fail(
+                NAME,
+                format!("running {} --version: {e}", hook.display()),
+                REINSTALL,
+            )
+        }
+    };
+    let theirs = output
+        .trim()
+        .strip_prefix("guidebook-hook ")
+        .unwrap_or(output.trim())
+        .to_string();
+    let detail = format!(
+        "guidebook {}, guidebook-hook {theirs} ({})",
+        crate::VERSION,
+        hook.display()
+    );
+    if theirs == crate::VERSION {
+        Check::ok(NAME, detail)
+    } else {
+        Check::fail(NAME, detail, REINSTALL)
+    }
+}
+
+/// Runs `cmd` and returns its stdout, killing it if it outlives `limit`.
+fn output_bounded(cmd: &mut Command, limit: Duration) -> io::Result<String> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let started = Instant::now();
+    while child.try_wait()?.is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer in time"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The sidecar answers `status`, and is our version.
+fn sidecar(settings: &Settings) -> Check {
+    const NAME: &str = "sidecar";
+    let socket = settings.socket.display();
+    match call(
+        settings,
+        "status",
+        serde_json::json!({}),
+        Duration::from_secs(3),
+    ) {
+        Ok(status) => {
+            let version = status["version"].as_str().unwrap_or("?");
+            let guidelines = status["guidebook"]["guidelines"].as_u64().unwrap_or(0);
+            let detail = format!("{version} answering on {socket} ({guidelines} guidelines)");
+            if version == crate::VERSION {
+                Check::ok(NAME, detail)
+            } else {
+                Check::fail(
+                    NAME,
+                    format!("{detail}, but this is {}", crate::VERSION),
+                    "restart the sidecar so that it runs this version",
+                )
+            }
+        }
+        Err(CallError::Unreachable(why)) => {
+            let autostart =
+                std::env::var_os("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART").is_none_or(|v| v != "1");
+            if autostart {
+                Check::warn(
+                    NAME,
+                    format!("not running ({why}); the first hook starts it"),
+                    "guidebook serve",
+                )
+            } else {
+                Check::fail(
+                    NAME,
+                    format!("not running ({why}) and ADAPTIVE_GUIDEBOOK_NO_AUTOSTART=1"),
+                    "guidebook serve",
+                )
+            }
+        }
+        Err(CallError::Failed(e)) => Check::fail(NAME, e.to_string(), "guidebook status"),
+    }
+}
+
+/// The user's settings for `host` run guidebook-hook on each of our events, and the command
+/// they run exists. Missing entries only warn: hooks may be set per project instead.
+fn agent_hooks(host: Host, name: &'static str) -> Check {
+    let fix = format!("guidebook hooks install {}", host.flag());
+    let path = match hooks::config_file(host, None) {
+        Ok(path) => path,
+        Err(e) => return Check::warn(name, e.to_string(), fix),
+    };
+    let text = match hooks::read_config(&path) {
+        Ok(text) => text,
+        Err(e) => return Check::fail(name, e.to_string(), format!("make it readable, then {fix}")),
+    };
+    let found = match hook_config::installed(&text, host) {
+        Ok(found) => found,
+        Err(e) => {
+            return Check::fail(
+                name,
+                format!("{}:{e}", path.display()),
+                format!("correct the file, then {fix}"),
+            )
+        }
+    };
+    let shown = path.display();
+    if found.is_empty() {
+        return Check::warn(name, format!("none in {shown}"), fix);
+    }
+    for (event, commands) in &found {
+        for command in commands {
+            let program = Path::new(hook_config::program(command));
+            if program.is_absolute() && !program.is_file() {
+                return Check::fail(
+                    name,
+                    format!(
+                        "{event} in {shown} runs {}, which does not exist",
+                        program.display()
+                    ),
+                    fix,
+                );
+            }
+        }
+    }
+    let events: Vec<&str> = found.iter().map(|(e, _)| *e).collect();
+    let missing: Vec<&str> = host
+        .events()
+        .iter()
+        .map(|(e, _)| *e)
+        .filter(|e| !events.contains(e))
+        .collect();
+    if missing.is_empty() {
+        Check::ok(name, format!("{} in {shown}", events.join(", ")))
+    } else {
+        Check::warn(
+            name,
+            format!("no entry for {} in {shown}", missing.join(", ")),
+            fix,
+        )
+    }
+}
+
+/// The guidebook validates, as `guidebook check` would say.
+fn guidebook(settings: &Settings) -> Check {
+    const NAME: &str = "guidebook";
+    let root = &settings.guidebook_root;
+    if !root.exists() {
+        return if settings.root_is_default() {
+            Check::ok(
+                NAME,
+                format!(
+                    "{} not there yet; the first start installs the sample",
+                    root.display()
+                ),
+            )
+        } else {
+            Check::fail(
+                NAME,
+                format!("{} does not exist", root.display()),
+                "create it, or point --guidebook-root / ADAPTIVE_GUIDEBOOK_ROOT elsewhere",
+            )
+        };
+    }
+    let snapshot = Guidebook::load(root.clone()).snapshot();
+    match snapshot.errors.first() {
+        None => Check::ok(
+            NAME,
+            format!(
+                "{} guidelines in {}",
+                snapshot.guidelines.len(),
+                root.display()
+            ),
+        ),
+        Some(first) => Check::fail(
+            NAME,
+            format!("{} error(s), the first: {first}", snapshot.errors.len()),
+            "guidebook check (lists them all)",
+        ),
+    }
+}
+
+/// The database takes a write lock, or can be created.
+fn database(settings: &Settings) -> Check {
+    const NAME: &str = "database";
+    let db = &settings.db;
+    if db.exists() {
+        return match Database::probe_writable(db, Duration::from_secs(2)) {
+            Ok(()) => Check::ok(NAME, format!("{} is writable", db.display())),
+            Err(e) => Check::fail(
+                NAME,
+                e.to_string(),
+                format!(
+                    "check the owner and mode of {} and its directory",
+                    db.display()
+                ),
+            ),
+        };
+    }
+    // Not there yet: the first start creates it, if its directory (or the first one that
+    // exists on the way) lets this user write.
+    let mut dir = db.parent().unwrap_or(Path::new("/"));
+    while !dir.exists() {
+        dir = dir.parent().unwrap_or(Path::new("/"));
+    }
+    if writable(dir) {
+        Check::ok(
+            NAME,
+            format!("{} not there yet; the first start creates it", db.display()),
+        )
+    } else {
+        Check::fail(
+            NAME,
+            format!(
+                "{} cannot be created: {} is not writable",
+                db.display(),
+                dir.display()
+            ),
+            "choose another --db / ADAPTIVE_GUIDEBOOK_DB",
+        )
+    }
+}
+
+fn writable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `path` is a valid NUL-terminated string for the duration of the call.
+    unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// The feature flags file: missing is fine (every flag off); otherwise JSON with `_meta` and
+/// `flags` objects. A stand-in until `crate::flags` validates files itself.
+fn flags_file(path: &Path) -> Check {
+    const NAME: &str = "flags";
+    let shown = path.display();
+    let fix = format!("correct {shown}, or remove it to turn every flag off");
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Check::ok(NAME, format!("{shown} missing: every flag off"))
+        }
+        Err(e) => return Check::fail(NAME, format!("reading {shown}: {e}"), fix),
+    };
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(e) => {
+            let message = e.to_string();
+            // serde_json ends its message with the position, which goes first here.
+            let message = message
+                .rsplit_once(" at line ")
+                .map_or(&*message, |(m, _)| m);
+            return Check::fail(
+                NAME,
+                format!(
+                    "{shown}:{}:{}: not valid JSON: {message}",
+                    e.line(),
+                    e.column()
+                ),
+                fix,
+            );
+        }
+    };
+    for key in ["_meta", "flags"] {
+        if !value.get(key).is_some_and(serde_json::Value::is_object) {
+            return Check::fail(NAME, format!("{shown}: `{key}` is not an object"), fix);
+        }
+    }
+    let count = value["flags"].as_object().map_or(0, |f| f.len());
+    Check::ok(NAME, format!("{shown}: {count} flags"))
+}

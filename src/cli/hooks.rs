@@ -1,0 +1,310 @@
+//! `guidebook hooks install|uninstall --codex|--claude [--project DIR] [--print]`: merges our hook entries into (or out of) Codex's `hooks.json` and Claude Code's `settings.json`. Reads: those files, the environment (`HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `PATH`). Writes: those files, atomically, after a `.bak` copy.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Args, Subcommand};
+
+use super::CliError;
+use crate::hook_config::{self, Host, HOOK_PROGRAM};
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Add guidebook-hook to the agents' hook configuration (again: replaces ours, adds none).
+    Install {
+        #[command(flatten)]
+        target: Target,
+        /// The command the hooks run [default: the guidebook-hook next to this binary, else
+        /// the one on PATH]
+        #[arg(long, value_name = "CMD")]
+        hook_command: Option<String>,
+    },
+    /// Remove every guidebook-hook entry from the agents' hook configuration.
+    Uninstall {
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+/// Which files to edit, and whether to only show the result.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("host").required(true).multiple(true).args(["codex", "claude"])))]
+pub struct Target {
+    /// Codex: ~/.codex/hooks.json ($CODEX_HOME/hooks.json), or DIR/.codex/hooks.json
+    #[arg(long)]
+    codex: bool,
+    /// Claude Code: ~/.claude/settings.json ($CLAUDE_CONFIG_DIR/settings.json), or
+    /// DIR/.claude/settings.json
+    #[arg(long)]
+    claude: bool,
+    /// Configure the project in DIR instead of the user's own settings.
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Print the resulting file to stdout and write nothing (one host at a time).
+    #[arg(long)]
+    print: bool,
+}
+
+impl Target {
+    fn hosts(&self) -> Vec<Host> {
+        let mut hosts = Vec::new();
+        if self.codex {
+            hosts.push(Host::Codex);
+        }
+        if self.claude {
+            hosts.push(Host::Claude);
+        }
+        hosts
+    }
+}
+
+pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
+    let (target, hook_command) = match command {
+        HooksCommand::Install {
+            target,
+            hook_command,
+        } => {
+            let command = match hook_command {
+                Some(c) => c,
+                None => default_hook_command(),
+            };
+            (target, Some(command))
+        }
+        HooksCommand::Uninstall { target } => (target, None),
+    };
+    let hosts = target.hosts();
+    if target.print && hosts.len() > 1 {
+        return Err(CliError::Usage(
+            "--print shows one file: give --codex or --claude, not both".into(),
+        ));
+    }
+    for host in hosts {
+        let path = config_file(host, target.project.as_deref())?;
+        let original = read_config(&path)?;
+        let edited = match &hook_command {
+            Some(command) => hook_config::install(&original, host, command),
+            None => hook_config::uninstall(&original),
+        }
+        .map_err(|e| {
+            // A syntax error starts with its line and column, which read as part of the path.
+            let separator = match e {
+                hook_config::EditError::Syntax { .. } => ":",
+                hook_config::EditError::Shape(_) => ": ",
+            };
+            CliError::Usage(format!(
+                "{}{separator}{e}; nothing was changed",
+                path.display()
+            ))
+        })?;
+        if target.print {
+            print!("{edited}");
+            continue;
+        }
+        let verb = if hook_command.is_some() {
+            "installed in"
+        } else {
+            "removed from"
+        };
+        if edited == original {
+            println!(
+                "{}: up to date, nothing to change in {}",
+                host.name(),
+                path.display()
+            );
+            continue;
+        }
+        let backup = write_atomically(&path, &edited).map_err(|source| CliError::Io {
+            doing: format!("writing {}", path.display()),
+            source,
+        })?;
+        match backup {
+            Some(backup) => println!(
+                "{}: hooks {verb} {} (previous version: {})",
+                host.name(),
+                path.display(),
+                backup.display()
+            ),
+            None => println!("{}: hooks {verb} {}", host.name(), path.display()),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The file holding `host`'s hooks: the project's, or the user's.
+pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliError> {
+    let (dir_name, file_name, env_dir) = match host {
+        Host::Codex => (".codex", "hooks.json", "CODEX_HOME"),
+        Host::Claude => (".claude", "settings.json", "CLAUDE_CONFIG_DIR"),
+    };
+    if let Some(project) = project {
+        return Ok(project.join(dir_name).join(file_name));
+    }
+    if let Some(dir) = std::env::var_os(env_dir).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(dir).join(file_name));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| CliError::Usage("HOME is not set: give --project DIR".into()))?;
+    Ok(PathBuf::from(home).join(dir_name).join(file_name))
+}
+
+/// The file's text; a missing file is an empty one.
+pub fn read_config(path: &Path) -> Result<String, CliError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(String::new()),
+        Err(source) => Err(CliError::Io {
+            doing: format!("reading {}", path.display()),
+            source,
+        }),
+    }
+}
+
+/// The absolute path of the `guidebook-hook` installed with this binary, else the first on
+/// `PATH`, shell-quoted if it needs to be; the bare name, with a warning, if there is none.
+fn default_hook_command() -> String {
+    match find_hook_binary() {
+        Some(path) => shell_quote(&path.display().to_string()),
+        None => {
+            eprintln!(
+                "guidebook: warning: no {HOOK_PROGRAM} next to this binary or on PATH; the hooks \
+                 run the bare name `{HOOK_PROGRAM}` (install it with `cargo install --path \
+                 hook-shim`, or give --hook-command)"
+            );
+            HOOK_PROGRAM.to_string()
+        }
+    }
+}
+
+/// `guidebook-hook` next to the running `guidebook`, else the first executable one on `PATH`.
+pub fn find_hook_binary() -> Option<PathBuf> {
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let sibling = std::env::current_exe()
+        .ok()
+        .map(|exe| exe.with_file_name(HOOK_PROGRAM))
+        .filter(|p| executable(p));
+    sibling.or_else(|| {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join(HOOK_PROGRAM))
+            .find(|p| p.is_absolute() && executable(p))
+    })
+}
+
+/// Hosts run hook commands through a shell, so a path with spaces or other specials is quoted.
+fn shell_quote(word: &str) -> String {
+    let plain = word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+~,:@%".contains(c));
+    if plain && !word.is_empty() {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Replaces the file at `path` with `text` so that a reader sees the old or the new file, never
+/// a half-written one: the text goes to a temp file in the same directory, is synced, and is
+/// renamed over the file; then the directory is synced. An existing file is first copied to
+/// `<file>.bak` (returned) and its mode is kept. A symlink is followed, so a settings file kept
+/// in a dotfiles repository stays a link.
+fn write_atomically(path: &Path, text: &str) -> io::Result<Option<PathBuf>> {
+    let target = match std::fs::canonicalize(path) {
+        Ok(resolved) => resolved,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => path.to_path_buf(),
+        Err(e) => return Err(e),
+    };
+    let dir = target.parent().unwrap_or(Path::new("/")).to_path_buf();
+    std::fs::create_dir_all(&dir)?;
+    let existing = std::fs::metadata(&target).ok();
+    let backup = match &existing {
+        Some(_) => {
+            let backup = PathBuf::from(format!("{}.bak", target.display()));
+            std::fs::copy(&target, &backup)?;
+            File::open(&backup)?.sync_all()?;
+            Some(backup)
+        }
+        None => None,
+    };
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.guidebook-{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        file.write_all(text.as_bytes())?;
+        let mode = existing
+            .as_ref()
+            .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        file.sync_all()?;
+        std::fs::rename(&temp, &target)?;
+        File::open(&dir)?.sync_all()
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written.map(|()| backup)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_paths_a_shell_would_split() {
+        assert_eq!(
+            shell_quote("/usr/bin/guidebook-hook"),
+            "/usr/bin/guidebook-hook"
+        );
+        assert_eq!(
+            shell_quote("/Users/a b/guidebook-hook"),
+            "'/Users/a b/guidebook-hook'"
+        );
+        assert_eq!(
+            shell_quote("/x/it's/guidebook-hook"),
+            r"'/x/it'\''s/guidebook-hook'"
+        );
+        assert!(hook_config::is_our_command(&shell_quote(
+            "/a b/guidebook-hook"
+        )));
+    }
+
+    #[test]
+    fn atomic_write_keeps_the_mode_follows_links_and_backs_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("dotfiles/settings.json");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, "{}\n").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("settings.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+
+        let backup = write_atomically(&link, "{\"a\": 1}\n").unwrap().unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "{\"a\": 1}\n");
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), "{}\n");
+        assert_eq!(
+            std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+
+        let fresh = dir.path().join("new/.codex/hooks.json");
+        assert_eq!(write_atomically(&fresh, "{}\n").unwrap(), None);
+        assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "{}\n");
+        let leftovers = std::fs::read_dir(fresh.parent().unwrap()).unwrap().count();
+        assert_eq!(leftovers, 1, "no temp file left behind");
+    }
+}

@@ -1,0 +1,141 @@
+//! `guidebook doctor` against a real sidecar with hooks installed (all ok), against none (a
+//! warning, or a failure with autostart off), and with a broken guideline and flags file.
+
+use std::process::Output;
+
+use crate::harness::*;
+
+fn doctor(sidecar: &Sidecar, env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut cmd = sidecar.guidebook(&["doctor"]);
+    cmd.envs(env.iter().copied());
+    let out: Output = run_bounded(cmd, b"", "guidebook doctor");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// The report's line for `check`.
+fn line<'a>(report: &'a str, check: &str) -> &'a str {
+    report
+        .lines()
+        .find(|l| l[6..].starts_with(&format!("{check}: ")))
+        .unwrap_or_else(|| panic!("no {check} line in\n{report}"))
+}
+
+#[test]
+fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
+    let sidecar = Sidecar::start_default();
+    shim_exe(); // the hook binary the versions check runs
+    let out = sidecar.cli(&["hooks", "install", "--codex", "--claude"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (code, report) = doctor(&sidecar, &[]);
+    assert_eq!(code, Some(0), "{report}");
+    let checks = [
+        "versions",
+        "sidecar",
+        "codex hooks",
+        "claude hooks",
+        "guidebook",
+        "database",
+        "flags",
+    ];
+    assert_eq!(report.lines().count(), checks.len(), "{report}");
+    for check in checks {
+        assert!(line(&report, check).starts_with("ok    "), "{report}");
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(line(&report, "sidecar").contains(&format!("{version} answering on")));
+    assert!(line(&report, "versions")
+        .contains(&format!("guidebook {version}, guidebook-hook {version}")));
+    assert!(line(&report, "codex hooks").contains("PostToolUse, PostCompact, SessionStart"));
+}
+
+#[test]
+fn doctor_without_a_sidecar_warns_or_fails_when_hooks_cannot_start_one() {
+    let mut sidecar = Sidecar::start_default();
+    sidecar.stop();
+
+    let (code, report) = doctor(&sidecar, &[]);
+    assert_eq!(code, Some(0), "warnings alone pass:\n{report}");
+    assert!(
+        line(&report, "sidecar").starts_with("warn  sidecar: not running"),
+        "{report}"
+    );
+    assert!(
+        line(&report, "sidecar").ends_with("; fix: guidebook serve"),
+        "{report}"
+    );
+    assert_eq!(
+        line(&report, "codex hooks"),
+        format!(
+            "warn  codex hooks: none in {}/.codex/hooks.json; fix: guidebook hooks install --codex",
+            sidecar.user_home.display()
+        )
+    );
+
+    let (code, report) = doctor(&sidecar, &[("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")]);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(
+        line(&report, "sidecar").starts_with("FAIL  sidecar: not running"),
+        "{report}"
+    );
+    assert!(!sidecar.socket.exists(), "the doctor starts nothing");
+}
+
+#[test]
+fn doctor_fails_on_a_broken_guideline_a_broken_flags_file_and_a_missing_hook_binary() {
+    let (_dir, root) = test_guidebook_dir();
+    let bad = write_guideline(
+        &root,
+        "broken",
+        "id: broken-one\nmatch:\n  any:\n    - regex:\n        pattern: '(unclosed'\ncontent: x\n",
+    );
+    let sidecar = Sidecar::start(&root);
+    std::fs::write(
+        sidecar.home.join("feature_flags.json"),
+        "{\n  \"flags\": [\n",
+    )
+    .unwrap();
+    let codex = sidecar.user_home.join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    std::fs::write(
+        codex.join("hooks.json"),
+        r#"{"hooks": {"PostToolUse": [{"hooks": [{"type": "command", "command": "/gone/guidebook-hook"}]}]}}"#,
+    )
+    .unwrap();
+
+    let (code, report) = doctor(&sidecar, &[]);
+    assert_eq!(code, Some(1), "{report}");
+    let guidebook = line(&report, "guidebook");
+    assert!(
+        guidebook.starts_with("FAIL  guidebook: 1 error(s), the first: "),
+        "{report}"
+    );
+    assert!(
+        guidebook.contains(&format!("{}:5:", bad.display())),
+        "{report}"
+    );
+    assert!(
+        guidebook.ends_with("; fix: guidebook check (lists them all)"),
+        "{report}"
+    );
+    let flags = line(&report, "flags");
+    assert!(
+        flags.starts_with(&format!(
+            "FAIL  flags: {}:3:0: not valid JSON: EOF while parsing",
+            sidecar.home.join("feature_flags.json").display()
+        )),
+        "{report}"
+    );
+    assert!(
+        line(&report, "codex hooks").contains("runs /gone/guidebook-hook, which does not exist"),
+        "{report}"
+    );
+    assert!(line(&report, "database").starts_with("ok    "), "{report}");
+}
