@@ -12,6 +12,8 @@
 //!   match which files.
 //! - [`guidebook`]: guideline files: load, validate, compile into an immutable
 //!   [`guidebook::GuidelineSnapshot`], hold it in `arc-swap`, reload it when files change.
+//! - [`prompt`]: prompt packs (`prompts/<role>.yaml`), the CRITICAL block, and `buildPrompt`'s
+//!   phases fitted to their token budgets; live-reloaded with last-good semantics.
 //! - [`tokens`]: exact token counts (embedded `cl100k_base`/`o200k_base`) or the estimate, and the
 //!   fit of a text to a budget.
 //! - [`repo`]: a file's [`repo::RepositoryIdentity`] from `git remote get-url origin`, cached.
@@ -28,6 +30,7 @@ pub mod files;
 pub mod flags;
 pub mod guidebook;
 pub mod language;
+pub mod prompt;
 pub mod repo;
 pub mod rpc;
 pub mod server;
