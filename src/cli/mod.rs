@@ -4,6 +4,7 @@
 mod check;
 mod client;
 mod explain;
+mod prompt;
 mod search;
 mod serve;
 mod status;
@@ -49,7 +50,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
     },
-    /// Validate every guideline.yaml under DIR (default: the guidebook root); exit 1 on any error.
+    /// Validate every guideline.yaml and prompt pack under DIR (default: the guidebook root); exit 1 on any error.
     Check { dir: Option<PathBuf> },
     /// Show which guidelines apply to and match FILEs, and why. Records nothing.
     Explain {
@@ -69,6 +70,25 @@ pub enum Command {
         session: String,
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
+    },
+    /// Build a prompt from the guidebook's prompt packs in this process and print it. The phase
+    /// is shown as asked, whatever the progressive_disclosure flag says.
+    Prompt {
+        /// The prompt pack (`prompts/<role>.yaml`).
+        #[arg(long, default_value = "default")]
+        role: String,
+        /// summary, standard or full.
+        #[arg(long, default_value = "full")]
+        phase: String,
+        /// The task text.
+        #[arg(long)]
+        task: String,
+        /// A JSON object shown in the full phase.
+        #[arg(long, value_name = "JSON")]
+        context: Option<String>,
+        /// Print the tokens of each section instead of the prompt.
+        #[arg(long)]
+        stats: bool,
     },
     /// Show the running sidecar's status.
     Status {
@@ -100,6 +120,8 @@ pub enum CliError {
     },
     #[error("{0}")]
     Sidecar(String),
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// FILE arguments as the absolute paths the sidecar requires, resolved against the current
@@ -140,5 +162,21 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         } => explain::run(&settings, session, json, files),
         Command::Search { session, files } => search::run(&settings, session, files),
         Command::Status { json } => status::run(&settings, json),
+        Command::Prompt {
+            role,
+            phase,
+            task,
+            context,
+            stats,
+        } => prompt::run(
+            &settings,
+            prompt::PromptArgs {
+                role,
+                phase,
+                task,
+                context,
+                stats,
+            },
+        ),
     }
 }

@@ -97,6 +97,7 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
             "search",
             "explain",
             "resetSession",
+            "buildPrompt",
             "status",
             "rpc.discover"
         ]
@@ -177,6 +178,21 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
         "resetSession",
         sidecar.result("resetSession", json!({"sessionId": "never-seen"})),
     ));
+    // buildPrompt: defaults, every phase, with a context, another tokenizer is covered by units.
+    responses.push((
+        "buildPrompt",
+        sidecar.result("buildPrompt", json!({"task": "Add pagination."})),
+    ));
+    for phase in ["summary", "standard", "full"] {
+        responses.push((
+            "buildPrompt",
+            sidecar.result(
+                "buildPrompt",
+                json!({"task": "t", "disclosurePhase": phase, "sessionId": "s",
+                    "context": {"b": [1, {"c": null}], "a": "x"}}),
+            ),
+        ));
+    }
     // status: healthy, then with a broken guideline file (line known) and a duplicate id.
     let healthy = sidecar.result("status", json!({}));
     assert_eq!(healthy["guidebook"]["errors"], json!([]));
@@ -208,6 +224,18 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
     ));
     assert!(!result_validator(&doc, "search")
         .is_valid(&json!([{"id": "x", "content": "c", "extra": 1}])));
+    let build_prompt = result_validator(&doc, "buildPrompt");
+    let good = json!({"prompt": "p", "phase": "full", "tokens": 1, "tokenizer": "cl100k_base", "truncated": false});
+    assert!(build_prompt.is_valid(&good));
+    for (key, bad) in [
+        ("phase", json!("brief")),
+        ("tokenizer", json!("p50k_base")),
+        ("tokens", json!(-1)),
+    ] {
+        let mut v = good.clone();
+        v[key] = bad;
+        assert!(!build_prompt.is_valid(&v), "{key}");
+    }
 }
 
 #[test]
