@@ -178,10 +178,11 @@ pub fn build(
         None => (tokenizer.count(&text), false),
         Some(limit) => match tokenizer.count_within(&text, limit) {
             Some(n) => (n, false),
-            None => (
-                fit(&mut text, &mut sections, pack, phase, tokenizer, limit),
-                true,
-            ),
+            None => match fit(&mut text, &mut sections, pack, phase, tokenizer, limit) {
+                Some(n) => (n, true),
+                // The early-stopping count erred on the side of "over"; nothing was cut.
+                None => (tokenizer.count(&text), false),
+            },
         },
     };
     BuiltPrompt {
@@ -194,7 +195,8 @@ pub fn build(
 }
 
 /// Cuts `text` from the end to at most `limit` tokens, never into the CRITICAL block, clips the
-/// sections to it, logs a `PromptTruncationWarning`, and returns the new count.
+/// sections to it, logs a `PromptTruncationWarning`, and returns the new count; `None` when the
+/// whole text fits after all.
 fn fit(
     text: &mut String,
     sections: &mut Vec<Section>,
@@ -202,9 +204,12 @@ fn fit(
     phase: Phase,
     tokenizer: Tokenizer,
     limit: usize,
-) -> usize {
+) -> Option<usize> {
     let critical_end = CRITICAL_BLOCK.len();
     let cut = tokenizer.fit(text, limit).max(critical_end);
+    if cut >= text.len() {
+        return None;
+    }
     text.truncate(cut);
     // A cut right after a newline or space leaves it dangling; the prompt ends cleanly.
     let trimmed = text.trim_end().len().max(critical_end);
@@ -225,7 +230,7 @@ fn fit(
         phase.name(),
         pack.role,
     );
-    tokens
+    Some(tokens)
 }
 
 #[derive(Default)]
