@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::tokens::Tokenizer;
+
 /// Everything the sidecar and the CLI need to know about where things live and how big they may
 /// be. Built once at start-up and never mutated.
 #[derive(Debug, Clone)]
@@ -24,6 +26,8 @@ pub struct Settings {
     pub busy_timeout_ms: u64,
     /// How often the guidebook root is checked for changed files.
     pub reload_interval_ms: u64,
+    /// How `buildPrompt` (and token budgets) count tokens.
+    pub tokenizer: Tokenizer,
 }
 
 /// Values given on the command line; they win over everything else.
@@ -65,6 +69,28 @@ struct ConfigFile {
     max_file_bytes: Option<u64>,
     busy_timeout_ms: Option<u64>,
     reload_interval_ms: Option<u64>,
+    tokenizer: Option<TokenizerName>,
+}
+
+/// The `tokenizer` values `config.yaml` accepts; an unknown one is an error naming the file.
+#[derive(Debug, Clone, Copy, Deserialize)]
+enum TokenizerName {
+    #[serde(rename = "cl100k_base")]
+    Cl100k,
+    #[serde(rename = "o200k_base")]
+    O200k,
+    #[serde(rename = "estimate")]
+    Estimate,
+}
+
+impl From<TokenizerName> for Tokenizer {
+    fn from(n: TokenizerName) -> Tokenizer {
+        match n {
+            TokenizerName::Cl100k => Tokenizer::Cl100k,
+            TokenizerName::O200k => Tokenizer::O200k,
+            TokenizerName::Estimate => Tokenizer::Estimate,
+        }
+    }
 }
 
 pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 1024 * 1024;
@@ -168,6 +194,7 @@ impl Settings {
             reload_interval_ms: file
                 .reload_interval_ms
                 .unwrap_or(DEFAULT_RELOAD_INTERVAL_MS),
+            tokenizer: file.tokenizer.map(Tokenizer::from).unwrap_or_default(),
             home,
         };
         Ok(settings)
@@ -267,6 +294,35 @@ mod tests {
         assert!(err.contains("config.yaml"), "{err}");
         assert!(err.contains("sockett"), "{err}");
         assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn tokenizer_defaults_to_cl100k_and_an_unknown_one_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = env(&[("ADAPTIVE_GUIDEBOOK_HOME", dir.path().to_str().unwrap())]);
+        let s = Settings::resolve_with(&Overrides::default(), &home).unwrap();
+        assert_eq!(s.tokenizer, Tokenizer::Cl100k);
+        for (name, want) in [
+            ("o200k_base", Tokenizer::O200k),
+            ("estimate", Tokenizer::Estimate),
+        ] {
+            std::fs::write(
+                dir.path().join("config.yaml"),
+                format!("tokenizer: {name}\n"),
+            )
+            .unwrap();
+            let s = Settings::resolve_with(&Overrides::default(), &home).unwrap();
+            assert_eq!(s.tokenizer, want);
+        }
+        std::fs::write(dir.path().join("config.yaml"), "tokenizer: p50k_base\n").unwrap();
+        let err = Settings::resolve_with(&Overrides::default(), &home)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("config.yaml"), "{err}");
+        assert!(
+            err.contains("p50k_base") && err.contains("cl100k_base"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The evaluation behind `search` and `explain`: for each changed file, its repository,
-//! language, and which applicable guidelines match its current content. Reads: the guideline
-//! snapshot, the files, repository identities. Writes nothing.
+//! language, and which applicable guidelines match its current content; and the [`Engine`] every
+//! handler shares (guidebook, prompt packs, tokenizer, flags, presentation store). Reads: the
+//! guideline snapshot, the files, repository identities. Writes nothing.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,8 +12,10 @@ use crate::config::Settings;
 use crate::files::{self, Skip};
 use crate::flags::Flags;
 use crate::guidebook::{Guidebook, GuidelineSnapshot};
+use crate::prompt::PromptPacks;
 use crate::repo::RepositoryResolver;
 use crate::store::{Database, PresentationStore, StoreError};
+use crate::tokens::Tokenizer;
 
 /// Everything a request handler needs, shared by all of them. Built once per process.
 #[derive(Debug)]
@@ -22,6 +25,10 @@ pub struct Engine {
     pub flags: Flags,
     pub repos: RepositoryResolver,
     pub presentations: PresentationStore,
+    /// The prompt packs of the guidebook root, reloaded with the guidelines.
+    pub prompts: PromptPacks,
+    /// How tokens are counted (`buildPrompt`, token budgets), as configured.
+    pub tokenizer: Tokenizer,
     pub started: Instant,
 }
 
@@ -52,6 +59,8 @@ impl Engine {
         let guidebook = Arc::new(Guidebook::load(settings.guidebook_root.clone()));
         Ok(Engine {
             guidebook,
+            prompts: PromptPacks::load(settings.guidebook_root.clone()),
+            tokenizer: settings.tokenizer,
             flags: Flags::open(settings.flags.clone()),
             repos: RepositoryResolver::new(),
             presentations: PresentationStore::new(db),

@@ -12,6 +12,10 @@
 //!   match which files.
 //! - [`guidebook`]: guideline files: load, validate, compile into an immutable
 //!   [`guidebook::GuidelineSnapshot`], hold it in `arc-swap`, reload it when files change.
+//! - [`prompt`]: prompt packs (`prompts/<role>.yaml`), the CRITICAL block, and `buildPrompt`'s
+//!   phases fitted to their token budgets; live-reloaded with last-good semantics.
+//! - [`tokens`]: exact token counts (embedded `cl100k_base`/`o200k_base`) or the estimate, and the
+//!   fit of a text to a budget.
 //! - [`repo`]: a file's [`repo::RepositoryIdentity`] from `git remote get-url origin`, cached.
 //! - [`language`]: a file's language from its name.
 //! - [`files`]: reads changed files safely (no FIFO hangs, capped size).
@@ -30,12 +34,14 @@ pub mod flags;
 pub mod guidebook;
 pub mod hook_config;
 pub mod language;
+pub mod prompt;
 pub mod repo;
 pub mod rpc;
 pub mod server;
 pub mod service;
 pub mod store;
 pub mod time;
+pub mod tokens;
 
 /// The version every part reports (`status`, `--version`), so mismatched binaries are visible.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -7,6 +7,7 @@ mod doctor;
 mod explain;
 mod flags;
 mod hooks;
+mod prompt;
 mod search;
 mod serve;
 mod service;
@@ -53,7 +54,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
     },
-    /// Validate every guideline.yaml under DIR (default: the guidebook root); exit 1 on any error.
+    /// Validate every guideline.yaml and prompt pack under DIR (default: the guidebook root); exit 1 on any error.
     Check { dir: Option<PathBuf> },
     /// Show which guidelines apply to and match FILEs, and why. Records nothing.
     Explain {
@@ -89,6 +90,25 @@ pub enum Command {
     },
     /// Check the whole chain: binaries, sidecar, agents' hooks, guidebook, database, flags.
     Doctor,
+    /// Build a prompt from the guidebook's prompt packs in this process and print it. The phase
+    /// is shown as asked, whatever the progressive_disclosure flag says.
+    Prompt {
+        /// The prompt pack (`prompts/<role>.yaml`).
+        #[arg(long, default_value = "default")]
+        role: String,
+        /// summary, standard or full.
+        #[arg(long, default_value = "full")]
+        phase: String,
+        /// The task text.
+        #[arg(long)]
+        task: String,
+        /// A JSON object shown in the full phase.
+        #[arg(long, value_name = "JSON")]
+        context: Option<String>,
+        /// Print the tokens of each section instead of the prompt.
+        #[arg(long)]
+        stats: bool,
+    },
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -124,6 +144,8 @@ pub enum CliError {
     /// A request that cannot be carried out as given; the text says why and what to do.
     #[error("{0}")]
     Usage(String),
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// FILE arguments as the absolute paths the sidecar requires, resolved against the current
@@ -175,5 +197,21 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Flags { command } => flags::run(&settings, command),
         Command::Service(command) => service::run(&settings, command),
         Command::Hooks { .. } | Command::Doctor => unreachable!("handled before the settings"),
+        Command::Prompt {
+            role,
+            phase,
+            task,
+            context,
+            stats,
+        } => prompt::run(
+            &settings,
+            prompt::PromptArgs {
+                role,
+                phase,
+                task,
+                context,
+                stats,
+            },
+        ),
     }
 }

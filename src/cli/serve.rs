@@ -81,6 +81,10 @@ pub fn run(mut settings: Settings) -> Result<ExitCode, CliError> {
                 doing: "registering the listening socket".into(),
                 source,
             })?;
+        // The exact tokenizer's vocabulary takes tens of milliseconds to build: build it now,
+        // not in the first `buildPrompt`.
+        let tokenizer = engine.tokenizer;
+        tokio::task::spawn_blocking(move || tokenizer.warm_up());
         let reloader = tokio::spawn(reload_loop(
             engine.clone(),
             Duration::from_millis(settings.reload_interval_ms.max(50)),
@@ -123,7 +127,7 @@ pub fn run(mut settings: Settings) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Re-reads the guidebook on an interval. A poll (a `stat` per guideline file) rather than a
+/// Re-reads the guidebook (guidelines and prompt packs) on an interval. A poll (a `stat` per guideline file) rather than a
 /// file-system watcher: it sees edits through symlinks, network mounts and editors that
 /// replace files, needs no extra dependency, and costs about a millisecond per thousand files.
 async fn reload_loop(engine: Arc<Engine>, every: Duration) {
@@ -131,8 +135,12 @@ async fn reload_loop(engine: Arc<Engine>, every: Duration) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let gb = engine.guidebook.clone();
-        if let Err(e) = tokio::task::spawn_blocking(move || gb.reload()).await {
+        let engine = engine.clone();
+        let reloaded = tokio::task::spawn_blocking(move || {
+            engine.guidebook.reload();
+            engine.prompts.reload();
+        });
+        if let Err(e) = reloaded.await {
             tracing::error!("guidebook reload panicked: {e}");
         }
     }

@@ -16,14 +16,14 @@ use super::Guideline;
 /// What identifies one version of a file without reading it. Editors that save by renaming
 /// change the inode; in-place writes change the mtime or the size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     modified: Option<SystemTime>,
     len: u64,
     ino: u64,
 }
 
 impl Stamp {
-    fn of(meta: &std::fs::Metadata) -> Stamp {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
         Stamp {
             modified: meta.modified().ok(),

@@ -2,6 +2,7 @@
 //! table below, and [`errors`], the one place errors become JSON-RPC error objects. Only this
 //! module knows wire types.
 
+pub mod build_prompt;
 pub mod discover;
 pub mod errors;
 pub mod explain;
@@ -47,6 +48,15 @@ pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
             .map_err(RpcError::into_object)
     })
     .expect("unique method name");
+    // CPU only, but a task near the 1 MiB body limit takes milliseconds to encode: too long
+    // for a reactor thread that also accepts connections.
+    m.register_blocking_method("buildPrompt", |p, e, _| {
+        parse(&p)
+            .and_then(|p| build_prompt::handle(&e, p))
+            .map_err(RpcError::into_object)
+    })
+    .expect("unique method name");
+    // `status` stats (and may read) the flags file: a blocking method too.
     m.register_blocking_method("status", |p, e, _| {
         parse(&p)
             .map(|p| status::handle(&e, p))

@@ -1,5 +1,6 @@
 //! Answers `status`: version, uptime, where things live, and the guidebook's load state with
-//! every file error (path, line, message). Reads: guideline snapshot, settings.
+//! every file error (path, line, message) of guidelines and prompt packs. Reads: guideline
+//! snapshot, prompt packs, settings.
 
 use serde::{Deserialize, Serialize};
 
@@ -57,9 +58,11 @@ pub fn handle(engine: &Engine, _params: Params) -> Status {
             root: s.root.display().to_string(),
             guidelines: s.guidelines.len(),
             loaded_at: Some(crate::time::rfc3339(s.loaded_at)),
+            // Guideline and prompt-pack files share one list: both live under the root.
             errors: s
                 .errors
                 .iter()
+                .chain(engine.prompts.snapshot().errors.iter())
                 .map(|e| FileError {
                     path: e.path.display().to_string(),
                     line: e.line,

@@ -184,6 +184,27 @@ pub fn error_cases() -> Vec<ErrorCase> {
             -32602,
             "verbose",
         ),
+        case(
+            "invalid disclosure phase",
+            "buildPrompt",
+            json!({"task": "t", "disclosurePhase": "brief"}),
+            -32602,
+            "Invalid disclosure_phase",
+        ),
+        case(
+            "unknown role",
+            "buildPrompt",
+            json!({"task": "t", "role": "../guideline"}),
+            -32602,
+            "known roles: default",
+        ),
+        case(
+            "task of the wrong type",
+            "buildPrompt",
+            json!({"task": 1}),
+            -32602,
+            "task",
+        ),
         case("unknown method", "serach", json!({}), -32601, ""),
         ErrorCase {
             what: "malformed JSON",

@@ -4,6 +4,7 @@
 
 mod autostart;
 mod bad_input;
+mod build_prompt;
 mod cli;
 mod flags;
 mod doctor;

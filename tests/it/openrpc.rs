@@ -97,6 +97,7 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
             "search",
             "explain",
             "resetSession",
+            "buildPrompt",
             "getFlags",
             "isEnabled",
             "setFlag",
@@ -201,6 +202,21 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
     let broken_flags = sidecar.result("getFlags", json!({}));
     assert!(broken_flags["error"].is_string());
     responses.push(("getFlags", broken_flags));
+    // buildPrompt: defaults, every phase, with a context, another tokenizer is covered by units.
+    responses.push((
+        "buildPrompt",
+        sidecar.result("buildPrompt", json!({"task": "Add pagination."})),
+    ));
+    for phase in ["summary", "standard", "full"] {
+        responses.push((
+            "buildPrompt",
+            sidecar.result(
+                "buildPrompt",
+                json!({"task": "t", "disclosurePhase": phase, "sessionId": "s",
+                    "context": {"b": [1, {"c": null}], "a": "x"}}),
+            ),
+        ));
+    }
     // status: healthy, then with a broken guideline file (line known) and a duplicate id.
     std::fs::remove_file(&flags_path).unwrap();
     let healthy = sidecar.result("status", json!({}));
@@ -233,6 +249,18 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
     ));
     assert!(!result_validator(&doc, "search")
         .is_valid(&json!([{"id": "x", "content": "c", "extra": 1}])));
+    let build_prompt = result_validator(&doc, "buildPrompt");
+    let good = json!({"prompt": "p", "phase": "full", "tokens": 1, "tokenizer": "cl100k_base", "truncated": false});
+    assert!(build_prompt.is_valid(&good));
+    for (key, bad) in [
+        ("phase", json!("brief")),
+        ("tokenizer", json!("p50k_base")),
+        ("tokens", json!(-1)),
+    ] {
+        let mut v = good.clone();
+        v[key] = bad;
+        assert!(!build_prompt.is_valid(&v), "{key}");
+    }
 }
 
 #[test]
