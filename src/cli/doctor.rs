@@ -360,43 +360,22 @@ fn writable(dir: &Path) -> bool {
     unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
 }
 
-/// The feature flags file: missing is fine (every flag off); otherwise JSON with `_meta` and
-/// `flags` objects. A stand-in until `crate::flags` validates files itself.
+/// The feature flags file: missing is fine (every flag off); otherwise it must pass the same
+/// validation the sidecar applies (`crate::flags::file::parse`), or the sidecar would be
+/// serving older flags than the file says.
 fn flags_file(path: &Path) -> Check {
     const NAME: &str = "flags";
     let shown = path.display();
     let fix = format!("correct {shown}, or remove it to turn every flag off");
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Check::ok(NAME, format!("{shown} missing: every flag off"))
         }
         Err(e) => return Check::fail(NAME, format!("reading {shown}: {e}"), fix),
     };
-    let value: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(value) => value,
-        Err(e) => {
-            let message = e.to_string();
-            // serde_json ends its message with the position, which goes first here.
-            let message = message
-                .rsplit_once(" at line ")
-                .map_or(&*message, |(m, _)| m);
-            return Check::fail(
-                NAME,
-                format!(
-                    "{shown}:{}:{}: not valid JSON: {message}",
-                    e.line(),
-                    e.column()
-                ),
-                fix,
-            );
-        }
-    };
-    for key in ["_meta", "flags"] {
-        if !value.get(key).is_some_and(serde_json::Value::is_object) {
-            return Check::fail(NAME, format!("{shown}: `{key}` is not an object"), fix);
-        }
+    match crate::flags::file::parse(&bytes) {
+        Ok(file) => Check::ok(NAME, format!("{shown}: {} flags", file.flags.len())),
+        Err(message) => Check::fail(NAME, format!("{shown}:{message}"), fix),
     }
-    let count = value["flags"].as_object().map_or(0, |f| f.len());
-    Check::ok(NAME, format!("{shown}: {count} flags"))
 }

@@ -44,7 +44,14 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
         s.guidebook.guidelines,
         s.guidebook.loaded_at.as_deref().unwrap_or("never")
     );
-    println!("flags       {}", s.flags.path);
+    println!(
+        "flags       {} (loaded {})",
+        s.flags.path,
+        s.flags.loaded_at.as_deref().unwrap_or("never")
+    );
+    if let Some(e) = &s.flags.error {
+        println!("  flags error: {e} (the last good flags are served)");
+    }
     if s.guidebook.errors.is_empty() {
         println!("errors      none");
     } else {

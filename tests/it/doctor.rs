@@ -99,7 +99,9 @@ fn doctor_fails_on_a_broken_guideline_a_broken_flags_file_and_a_missing_hook_bin
     let sidecar = Sidecar::start(&root);
     std::fs::write(
         sidecar.home.join("feature_flags.json"),
-        "{\n  \"flags\": [\n",
+        // Valid JSON with the right top-level shape, but a percentage out of range: only the
+        // sidecar's own validator catches it.
+        "{\"_meta\": {}, \"flags\": {\"a\": {\"enabled\": true, \"rollout_percent\": 150}}}",
     )
     .unwrap();
     let codex = sidecar.user_home.join(".codex");
@@ -128,7 +130,7 @@ fn doctor_fails_on_a_broken_guideline_a_broken_flags_file_and_a_missing_hook_bin
     let flags = line(&report, "flags");
     assert!(
         flags.starts_with(&format!(
-            "FAIL  flags: {}:3:0: not valid JSON: EOF while parsing",
+            "FAIL  flags: {}:1:70: flags.a.rollout_percent: rollout_percent 150 is out of range",
             sidecar.home.join("feature_flags.json").display()
         )),
         "{report}"
