@@ -56,20 +56,28 @@ fn bench(c: &mut Criterion) {
         b.iter(|| engine.evaluate(&snapshot, &path_refs, false))
     });
     let session = AtomicU64::new(0);
-    g.bench_function("search_with_sqlite_commit", |b| {
-        b.iter(|| {
-            // A new session each time, so every iteration really records its guidelines.
-            let id = format!("bench-{}", session.fetch_add(1, Ordering::Relaxed));
-            let params = search::Params {
-                session_id: id,
-                filepaths: paths.clone(),
-                deadline_ms: None,
-            };
-            let found = search::handle(&engine, params, Instant::now()).unwrap();
-            assert!(!found.is_empty());
-            found
-        })
-    });
+    // Without a token budget, and with the shim's default one (each matching guideline's block
+    // counted with cl100k, the chosen text counted exactly once more).
+    for (name, max_tokens) in [
+        ("search_with_sqlite_commit", None),
+        ("search_with_sqlite_commit_max_tokens_2000", Some(2000)),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                // A new session each time, so every iteration really records its guidelines.
+                let id = format!("bench-{}", session.fetch_add(1, Ordering::Relaxed));
+                let params = search::Params {
+                    session_id: id,
+                    filepaths: paths.clone(),
+                    deadline_ms: None,
+                    max_tokens,
+                };
+                let found = search::handle(&engine, params, Instant::now()).unwrap();
+                assert!(!found.is_empty());
+                found
+            })
+        });
+    }
 
     // The same files scanned once per pattern instead of once for all of them.
     let contents: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();

@@ -27,6 +27,6 @@ mod paths;
 mod plan;
 mod rpc;
 
-pub use output::{render, render_search, CONTEXT_HEADER};
+pub use output::{context_text, guideline_block, render, render_search, CONTEXT_HEADER};
 pub use plan::{changed_files, plan, Action};
 pub use rpc::{parse_response, request_body, CallLimits, ResponseError};

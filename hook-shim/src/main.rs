@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use guidebook_hook::{client, parse_response, plan, render, request_body, Action, CallLimits};
 
 const DEFAULT_TIMEOUT_MS: u64 = 2000;
+/// The token budget for the guideline text one hook injects. Codex shows the model only a
+/// preview of `additionalContext` above about 2,500 tokens.
+const DEFAULT_MAX_TOKENS: u64 = 2000;
 const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// Hook events are a few kilobytes; a bigger stdin is not a hook event worth parsing.
 const MAX_STDIN_BYTES: u64 = 16 << 20;
@@ -36,6 +39,8 @@ Environment:
   ADAPTIVE_GUIDEBOOK_NO_AUTOSTART=1    never start the sidecar when nothing listens on the socket
   ADAPTIVE_GUIDEBOOK_BIN               the `guidebook` binary to start (default: the one next to
                                        guidebook-hook, else the first on PATH)
+  ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS   token budget for the guidelines one hook injects
+                                       (default 2000; 0 = no budget); the rest come later
 ";
 
 /// Held while the hook output is printed, so that the watchdog can never end the process
@@ -63,6 +68,10 @@ fn run(started: Instant) {
         return;
     };
     let timeout_ms = env_u64("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", DEFAULT_TIMEOUT_MS);
+    let max_tokens = match env_u64("ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS", DEFAULT_MAX_TOKENS) {
+        0 => None,
+        n => Some(n),
+    };
     // An absurdly large timeout would overflow `Instant`; a day is as good as forever here.
     let timeout = Duration::from_millis(timeout_ms.min(MAX_TIMEOUT_MS));
     let deadline = started + timeout;
@@ -93,9 +102,7 @@ fn run(started: Instant) {
         let left = deadline.saturating_duration_since(Instant::now());
         let limits = CallLimits {
             deadline_ms: millis(left.saturating_sub(DEADLINE_MARGIN)),
-            // The sidecar's `search` takes no token budget yet; sending one would be refused
-            // as an unknown param.
-            max_tokens: None,
+            max_tokens,
         };
         let body = request_body(&action, 1, &limits).unwrap_or_default();
         client::post(&mut stream, &body, deadline)

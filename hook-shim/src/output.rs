@@ -26,21 +26,32 @@ pub fn render(action: &Action, result: &Value) -> Option<String> {
 /// other key may appear. Entries without a string `id` and `content` are skipped rather than
 /// failing the whole answer.
 pub fn render_search(guidelines: &Value) -> Option<String> {
+    let blocks: Vec<(&str, &str)> = guidelines
+        .as_array()?
+        .iter()
+        .filter_map(|g| {
+            let id = g.get("id").and_then(Value::as_str)?;
+            let content = g.get("content").and_then(Value::as_str)?;
+            Some((id, content))
+        })
+        .collect();
+    (!blocks.is_empty()).then(|| post_tool_use_context(&context_text(blocks)))
+}
+
+/// The text handed to the agent for `(id, content)` pairs: [`CONTEXT_HEADER`], then per
+/// guideline [`guideline_block`]. The sidecar budgets `search` results on this same text.
+pub fn context_text<'a>(guidelines: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut text = String::from(CONTEXT_HEADER);
-    let mut shown = 0;
-    for guideline in guidelines.as_array()? {
-        let id = guideline.get("id").and_then(Value::as_str);
-        let content = guideline.get("content").and_then(Value::as_str);
-        let (Some(id), Some(content)) = (id, content) else {
-            continue;
-        };
-        text.push_str("\n\n[");
-        text.push_str(id);
-        text.push_str("]\n");
-        text.push_str(content.trim_end());
-        shown += 1;
+    for (id, content) in guidelines {
+        text.push_str(&guideline_block(id, content));
     }
-    (shown > 0).then(|| post_tool_use_context(&text))
+    text
+}
+
+/// One guideline's part of the context text: a blank line, `[id]`, a newline and the content
+/// with trailing whitespace removed.
+pub fn guideline_block(id: &str, content: &str) -> String {
+    format!("\n\n[{id}]\n{}", content.trim_end())
 }
 
 /// Wraps `text` as `PostToolUse` additional context. The JSON is written by hand, with

@@ -262,8 +262,8 @@ fn search_result_is_printed_and_request_is_well_formed() {
     let params = &body["params"];
     assert_eq!(params["sessionId"], CODEX_SESSION);
     assert_eq!(params["filepaths"], json!([FOO_KT]));
-    // No token budget until the sidecar's `search` accepts one.
-    assert!(params.get("maxTokens").is_none(), "{params}");
+    // The default token budget for the injected text.
+    assert_eq!(params["maxTokens"], 2000, "{params}");
     let deadline_ms = params["deadlineMs"].as_u64().expect("deadlineMs is sent");
     assert!(deadline_ms <= 5000, "deadlineMs {deadline_ms}");
 }
@@ -552,4 +552,31 @@ fn missing_socket_starts_the_daemon_detached_unless_autostart_is_off() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&dir.0.join("run")), 0o700);
     assert_eq!(mode(&dir.0.join("run/sidecar.sock.start.lock")), 0o600);
+}
+
+#[test]
+fn the_token_budget_comes_from_the_environment_and_zero_sends_none() {
+    for (value, expected) in [
+        ("350", json!(350)),
+        ("0", Value::Null),
+        ("lots", json!(2000)),
+    ] {
+        let dir = TempDir::new();
+        let sidecar = FakeSidecar::start(&dir.0, Reply::Raw(http_200(SEARCH_RESULT)));
+        let run = run_shim(
+            &["--socket", sidecar.socket.to_str().unwrap()],
+            &[
+                ("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", TIMEOUT_MS),
+                ("ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS", value),
+            ],
+            APPLY_PATCH_ADD.as_bytes(),
+        );
+        assert!(run.status.success());
+        let body = request_json(&sidecar.join());
+        let sent = body["params"]
+            .get("maxTokens")
+            .cloned()
+            .unwrap_or(Value::Null);
+        assert_eq!(sent, expected, "ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS={value}");
+    }
 }

@@ -24,6 +24,7 @@ pub fn run(
         session_id: session,
         filepaths,
         deadline_ms: None,
+        max_tokens: None,
     };
     let found =
         search::handle(&engine, params, received).map_err(|e| CliError::Sidecar(e.to_string()))?;

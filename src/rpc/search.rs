@@ -2,12 +2,14 @@
 //! session has not been shown, recording them as shown. Reads: guideline snapshot, files.
 //! Writes: presentation.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::{absolute_paths, non_empty, RpcError};
 use crate::engine::Engine;
+use crate::guidebook::GuidelineSnapshot;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -17,6 +19,9 @@ pub struct Params {
     /// The caller's remaining patience; past it nothing is recorded.
     #[serde(default)]
     pub deadline_ms: Option<u64>,
+    /// A token budget for the hook text the result forms (header and blocks).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
 }
 
 /// One guideline to show, `content` exactly as in its YAML.
@@ -61,10 +66,37 @@ pub fn handle(
         .filter(|(_, m)| **m)
         .map(|(i, _)| snapshot.guidelines[i].id())
         .collect();
-    let shown =
-        engine
-            .presentations
-            .present_new(&params.session_id, &candidates, deadline, |unseen| unseen)?;
+    let shown = match params.max_tokens {
+        None => engine.presentations.present_new(
+            &params.session_id,
+            &candidates,
+            deadline,
+            |unseen| unseen,
+        )?,
+        Some(budget) => {
+            let tokenizer = engine.tokenizer;
+            let count = |text: &str| tokenizer.count(text);
+            // Each candidate's block is counted before the write lock is taken; inside it only
+            // the chosen prefix is counted, once or twice.
+            let blocks: HashMap<&str, usize> = candidates
+                .iter()
+                .map(|id| (*id, count(&block_of(&snapshot, id))))
+                .collect();
+            let header = count(guidebook_hook::CONTEXT_HEADER);
+            engine.presentations.present_new(
+                &params.session_id,
+                &candidates,
+                deadline,
+                |unseen| {
+                    within_budget(unseen, budget as usize, header, &blocks, |ids| {
+                        count(&guidebook_hook::context_text(
+                            ids.iter().map(|id| (*id, content_of(&snapshot, id))),
+                        ))
+                    })
+                },
+            )?
+        }
+    };
     Ok(shown
         .into_iter()
         .filter_map(|id| snapshot.index_of(id))
@@ -76,4 +108,79 @@ pub fn handle(
             }
         })
         .collect())
+}
+
+fn content_of<'a>(snapshot: &'a GuidelineSnapshot, id: &str) -> &'a str {
+    snapshot
+        .index_of(id)
+        .map(|i| snapshot.guidelines[i].guideline.content.as_str())
+        .unwrap_or_default()
+}
+
+fn block_of(snapshot: &GuidelineSnapshot, id: &str) -> String {
+    guidebook_hook::guideline_block(id, content_of(snapshot, id))
+}
+
+/// The longest prefix of `unseen` (in id order) whose hook text stays within `budget` tokens,
+/// and never less than the first one. Blocks are first added up from their separate counts
+/// (`header` + `blocks[id]`); the chosen text is then counted exactly, as BPE may merge across
+/// a block boundary, and shortened from the tail while it is over.
+pub fn within_budget<'a>(
+    unseen: Vec<&'a str>,
+    budget: usize,
+    header: usize,
+    blocks: &HashMap<&str, usize>,
+    exact: impl Fn(&[&'a str]) -> usize,
+) -> Vec<&'a str> {
+    let mut total = header;
+    let mut take = 0;
+    for id in &unseen {
+        let next = total + blocks.get(id).copied().unwrap_or(0);
+        if take > 0 && next > budget {
+            break;
+        }
+        total = next;
+        take += 1;
+    }
+    let mut chosen: Vec<&'a str> = unseen.into_iter().take(take).collect();
+    while chosen.len() > 1 && exact(&chosen) > budget {
+        chosen.pop();
+    }
+    chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_takes_a_prefix_and_always_the_first() {
+        let blocks: HashMap<&str, usize> = [("a", 400), ("b", 400), ("c", 900), ("d", 10)]
+            .into_iter()
+            .collect();
+        let sum = |ids: &[&str]| 10 + ids.iter().map(|i| blocks[i]).sum::<usize>();
+        let unseen = || vec!["a", "b", "c", "d"];
+        assert_eq!(
+            within_budget(unseen(), 1715, 10, &blocks, sum),
+            ["a", "b", "c"]
+        );
+        assert_eq!(
+            within_budget(unseen(), 1720, 10, &blocks, sum),
+            ["a", "b", "c", "d"]
+        );
+        // A prefix, not a knapsack: `d` would fit if `c` were skipped, but ids stay in order so
+        // that what is left comes, in order, with the next change.
+        assert_eq!(within_budget(unseen(), 1000, 10, &blocks, sum), ["a", "b"]);
+        assert_eq!(within_budget(unseen(), 5, 10, &blocks, sum), ["a"]);
+        assert_eq!(
+            within_budget(vec![], 5, 10, &blocks, sum),
+            Vec::<&str>::new()
+        );
+        // The exact count can exceed the sum of the parts: the tail is dropped until it fits.
+        let merged_worse = |ids: &[&str]| sum(ids) + 5 * ids.len();
+        assert_eq!(
+            within_budget(unseen(), 812, 10, &blocks, merged_worse),
+            ["a"]
+        );
+    }
 }

@@ -280,7 +280,6 @@ fn flag_on_sidecar() -> (tempfile::TempDir, Sidecar) {
 }
 
 #[test]
-#[ignore = "needs the flags store (merge)"]
 fn build_prompt_phases_meet_their_budgets_and_ratios_with_the_flag_on() {
     let (_dir, sidecar) = flag_on_sidecar();
     let tokens = |phase: &str| -> (usize, String) {
@@ -314,7 +313,6 @@ fn build_prompt_phases_meet_their_budgets_and_ratios_with_the_flag_on() {
 }
 
 #[test]
-#[ignore = "needs the flags store (merge)"]
 fn build_prompt_cuts_an_oversized_task_to_the_limit_with_the_flag_on() {
     let (_dir, sidecar) = flag_on_sidecar();
     let huge = "Refactor the payment adapters and keep each consumer idempotent. ".repeat(5_000);

@@ -4,10 +4,11 @@
 
 mod autostart;
 mod bad_input;
+mod budget;
 mod build_prompt;
 mod cli;
-mod flags;
 mod doctor;
+mod flags;
 mod harness;
 mod hook;
 mod hooks_install;
