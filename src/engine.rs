@@ -7,12 +7,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::breaker::Breaker;
 use crate::config::Settings;
 use crate::files::{self, Skip};
 use crate::flags::Flags;
 use crate::guidebook::{Guidebook, GuidelineSnapshot};
 use crate::repo::RepositoryResolver;
-use crate::store::{Database, PresentationStore, StoreError};
+use crate::store::{BreakerStore, Database, PresentationStore, StoreError};
 
 /// Everything a request handler needs, shared by all of them. Built once per process.
 #[derive(Debug)]
@@ -22,6 +23,8 @@ pub struct Engine {
     pub flags: Flags,
     pub repos: RepositoryResolver,
     pub presentations: PresentationStore,
+    /// The circuit breaker (`recordError`, `breakerStatus`, `resetBreaker`).
+    pub breaker: Breaker,
     pub started: Instant,
 }
 
@@ -54,6 +57,7 @@ impl Engine {
             guidebook,
             flags: Flags::open(settings.flags.clone()),
             repos: RepositoryResolver::new(),
+            breaker: Breaker::new(BreakerStore::new(db.clone()), settings.breaker),
             presentations: PresentationStore::new(db),
             started: Instant::now(),
             settings,
