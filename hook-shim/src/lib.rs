@@ -20,6 +20,7 @@
 //! **Invariant:** nothing in this library but `client` performs I/O, and nothing reads the
 //! environment, so every decision the hook makes can be tested from JSON alone.
 
+pub mod checks;
 pub mod client;
 mod output;
 mod patch;
