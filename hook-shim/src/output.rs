@@ -26,6 +26,11 @@ pub fn render(action: &Action, result: &Value) -> Option<String> {
 /// other key may appear. Entries without a string `id` and `content` are skipped rather than
 /// failing the whole answer.
 pub fn render_search(guidelines: &Value) -> Option<String> {
+    search_text(guidelines).map(|text| post_tool_use_context(&text))
+}
+
+/// The `additionalContext` text for a `search` result, or `None` when there is nothing to show.
+pub(crate) fn search_text(guidelines: &Value) -> Option<String> {
     let mut text = String::from(CONTEXT_HEADER);
     let mut shown = 0;
     for guideline in guidelines.as_array()? {
@@ -40,13 +45,13 @@ pub fn render_search(guidelines: &Value) -> Option<String> {
         text.push_str(content.trim_end());
         shown += 1;
     }
-    (shown > 0).then(|| post_tool_use_context(&text))
+    (shown > 0).then_some(text)
 }
 
 /// Wraps `text` as `PostToolUse` additional context. The JSON is written by hand, with
 /// serde_json escaping the text, because the key order is part of the contract and serde_json's
 /// default map sorts keys.
-fn post_tool_use_context(text: &str) -> String {
+pub(crate) fn post_tool_use_context(text: &str) -> String {
     let text = Value::String(text.to_owned());
     format!(
         r#"{{"hookSpecificOutput":{{"hookEventName":"PostToolUse","additionalContext":{text}}}}}"#
