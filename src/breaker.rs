@@ -344,7 +344,10 @@ mod tests {
     fn another_key_in_between_resets_the_streak() {
         let mut s = SessionBreaker::default();
         let e501 = key("ruff", "E501", "/src/dispatch.py");
-        let v = runs(&mut s, &[vec![attr()], vec![e501], vec![attr()], vec![attr()]]);
+        let v = runs(
+            &mut s,
+            &[vec![attr()], vec![e501], vec![attr()], vec![attr()]],
+        );
         assert_eq!(states(&v), [Continue; 4]);
         assert_eq!(s.streaks.get(&attr()), Some(&2));
     }
@@ -353,7 +356,10 @@ mod tests {
     fn the_same_code_in_different_files_is_not_the_same_key() {
         let mut s = SessionBreaker::default();
         let in_file = |f: &str| vec![key("pyright", "reportAttributeAccessIssue", f)];
-        let v = runs(&mut s, &[in_file("/a.py"), in_file("/b.py"), in_file("/c.py")]);
+        let v = runs(
+            &mut s,
+            &[in_file("/a.py"), in_file("/b.py"), in_file("/c.py")],
+        );
         assert_eq!(states(&v), [Continue; 3]);
         // ...and the tool is part of the key too.
         let mut s = SessionBreaker::default();
@@ -413,7 +419,11 @@ mod tests {
             same_error_limit: 2,
             ..LIMITS
         };
-        let (a, b, c) = (key("t", "A", "/f"), key("t", "B", "/f"), key("t", "C", "/f"));
+        let (a, b, c) = (
+            key("t", "A", "/f"),
+            key("t", "B", "/f"),
+            key("t", "C", "/f"),
+        );
         let mut s = SessionBreaker::default();
         s.record("s", [a.clone()], &limits);
         s.record("s", [c.clone(), b.clone(), a.clone()], &limits);
@@ -478,7 +488,11 @@ mod tests {
     #[test]
     fn with_one_error_per_run_it_halts_exactly_when_the_last_three_keys_are_equal() {
         // Every sequence of length 6 over three keys, checked against the contract's wording.
-        let keys = [attr(), key("ruff", "E501", "/src/dispatch.py"), key("ruff", "F401", "/b")];
+        let keys = [
+            attr(),
+            key("ruff", "E501", "/src/dispatch.py"),
+            key("ruff", "F401", "/b"),
+        ];
         for n in 0..3usize.pow(6) {
             let seq: Vec<usize> = (0..6).map(|i| n / 3usize.pow(i) % 3).collect();
             let mut s = SessionBreaker::default();
@@ -486,7 +500,11 @@ mod tests {
             for (i, &k) in seq.iter().enumerate() {
                 s.record("s", [keys[k].clone()], &LIMITS);
                 expect_halt |= i >= 2 && seq[i - 2] == k && seq[i - 1] == k;
-                assert_eq!(s.verdict(&LIMITS).state == Halted, expect_halt, "{seq:?} at {i}");
+                assert_eq!(
+                    s.verdict(&LIMITS).state == Halted,
+                    expect_halt,
+                    "{seq:?} at {i}"
+                );
             }
         }
     }
@@ -501,7 +519,14 @@ mod tests {
     #[test]
     fn rows_round_trip() {
         let mut s = SessionBreaker::default();
-        runs(&mut s, &[vec![attr(), key("ruff", "E501", "/x")], vec![attr()], vec![attr()]]);
+        runs(
+            &mut s,
+            &[
+                vec![attr(), key("ruff", "E501", "/x")],
+                vec![attr()],
+                vec![attr()],
+            ],
+        );
         assert_eq!(from_row(to_row(s.clone())), s);
     }
 }

@@ -328,7 +328,10 @@ mod tests {
         };
         assert_eq!(session_id, "s");
         assert_eq!(errors.len(), 8);
-        assert_eq!(errors[0], d(RUFF, "F401", "/w/proj/api/src/app/dispatch.py"));
+        assert_eq!(
+            errors[0],
+            d(RUFF, "F401", "/w/proj/api/src/app/dispatch.py")
+        );
         assert_eq!(errors[7], d(RUFF, "F401", "/w/proj/api/src/app/models.py"));
     }
 
@@ -370,8 +373,10 @@ mod tests {
     #[test]
     fn pre_tool_use_of_editing_tools_is_gated() {
         let pre = |tool: &str, input: Value| {
-            plan_breaker(&json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PreToolUse",
-                "tool_name": tool, "tool_input": input}))
+            plan_breaker(
+                &json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PreToolUse",
+                "tool_name": tool, "tool_input": input}),
+            )
         };
         let gate = Some(BreakerAction::Gate {
             session_id: "s".into(),
@@ -379,7 +384,8 @@ mod tests {
         for tool in GUARDED_TOOLS {
             assert_eq!(pre(tool, json!({})), gate, "{tool}");
         }
-        let heredoc = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch\nEOF\n";
+        let heredoc =
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch\nEOF\n";
         assert_eq!(pre("Bash", json!({ "command": heredoc })), gate);
         assert_eq!(pre("Bash", json!({"command": "ls"})), None);
         assert_eq!(pre("Read", json!({"file_path": "/p/a"})), None);
@@ -396,7 +402,10 @@ mod tests {
         );
         let batch: Value = serde_json::from_str(&gate_request("s")).unwrap();
         assert_eq!(batch[0]["method"], "isEnabled");
-        assert_eq!(batch[0]["params"], json!({"flag": "hooks_enabled", "key": "s"}));
+        assert_eq!(
+            batch[0]["params"],
+            json!({"flag": "hooks_enabled", "key": "s"})
+        );
         assert_eq!(batch[1]["method"], "breakerStatus");
     }
 

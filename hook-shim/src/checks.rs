@@ -76,7 +76,10 @@ fn cd_before<'a>(words: &[(usize, &'a str)]) -> Option<&'a str> {
     for (i, &(_, word)) in words.iter().enumerate() {
         let command_position = i == 0 || is_separator(words[i - 1].1);
         if word == "cd" && command_position {
-            dir = words.get(i + 1).map(|&(_, d)| d).filter(|d| !is_separator(d));
+            dir = words
+                .get(i + 1)
+                .map(|&(_, d)| d)
+                .filter(|d| !is_separator(d));
         }
     }
     dir
@@ -157,7 +160,9 @@ pub fn parse_ruff(output: &str) -> Option<Vec<Diagnostic>> {
     let mut header: Option<String> = None;
     for line in output.lines() {
         let line = line.trim_end();
-        if line == "All checks passed!" || (line.starts_with("Found ") && line.ends_with(" 0 remaining).")) {
+        if line == "All checks passed!"
+            || (line.starts_with("Found ") && line.ends_with(" 0 remaining)."))
+        {
             clean = true;
             continue;
         }
@@ -483,20 +488,30 @@ mod tests {
     #[test]
     fn ruff_syntax_errors() {
         let file = "broken/syntax.py";
-        let both = expect(RUFF, &[(RUFF_SYNTAX_ERROR, file), (RUFF_SYNTAX_ERROR, file)]);
+        let both = expect(
+            RUFF,
+            &[(RUFF_SYNTAX_ERROR, file), (RUFF_SYNTAX_ERROR, file)],
+        );
         assert_eq!(triples(parse_ruff(output!("ruff-syntax-full.txt"))), both);
         let abs = format!("{PROJECT}/{file}");
         assert_eq!(
             triples(parse_ruff(output!("ruff-syntax-json.json"))),
-            expect(RUFF, &[(RUFF_SYNTAX_ERROR, &abs), (RUFF_SYNTAX_ERROR, &abs)])
+            expect(
+                RUFF,
+                &[(RUFF_SYNTAX_ERROR, &abs), (RUFF_SYNTAX_ERROR, &abs)]
+            )
         );
         // Older ruff: `SyntaxError:` in text, a null code in JSON.
         assert_eq!(
-            triples(parse_ruff("a.py:1:5: SyntaxError: Expected ')'\nFound 1 error.\n")),
+            triples(parse_ruff(
+                "a.py:1:5: SyntaxError: Expected ')'\nFound 1 error.\n"
+            )),
             expect(RUFF, &[(RUFF_SYNTAX_ERROR, "a.py")])
         );
         assert_eq!(
-            triples(parse_ruff(r#"[{"code": null, "filename": "/p/a.py", "message": "x"}]"#)),
+            triples(parse_ruff(
+                r#"[{"code": null, "filename": "/p/a.py", "message": "x"}]"#
+            )),
             expect(RUFF, &[(RUFF_SYNTAX_ERROR, "/p/a.py")])
         );
     }
@@ -524,7 +539,10 @@ mod tests {
         let file = format!("{PROJECT}/broken/syntax.py");
         let seven = expect(PYRIGHT, &[(PYRIGHT_NO_RULE, file.as_str()); 7]);
         assert_eq!(triples(parse_pyright(output!("pyright-syntax.txt"))), seven);
-        assert_eq!(triples(parse_pyright(output!("pyright-syntax.json"))), seven);
+        assert_eq!(
+            triples(parse_pyright(output!("pyright-syntax.json"))),
+            seven
+        );
         let warnings_only = "/p/a.py\n  /p/a.py:1:1 - warning: Expression value is unused (reportUnusedExpression)\n0 errors, 1 warning, 0 informations \n";
         assert_eq!(parse_pyright(warnings_only), Some(vec![]));
     }
@@ -585,7 +603,10 @@ mod tests {
                 .collect()
         };
         assert_eq!(tools("ruff check ."), [(RUFF, None)]);
-        assert_eq!(tools("uv run ruff check --output-format json src"), [(RUFF, None)]);
+        assert_eq!(
+            tools("uv run ruff check --output-format json src"),
+            [(RUFF, None)]
+        );
         assert_eq!(tools("python -m ruff check"), [(RUFF, None)]);
         assert_eq!(tools(".venv/bin/ruff check src"), [(RUFF, None)]);
         assert_eq!(tools("uvx ruff@0.6.9 check"), [(RUFF, None)]);
@@ -593,7 +614,10 @@ mod tests {
         assert_eq!(tools("basedpyright src"), [(PYRIGHT, None)]);
         assert_eq!(
             tools("cd backend && ruff check . && pyright"),
-            [(RUFF, Some("backend".into())), (PYRIGHT, Some("backend".into()))]
+            [
+                (RUFF, Some("backend".into())),
+                (PYRIGHT, Some("backend".into()))
+            ]
         );
         assert_eq!(
             tools("cd /w/api && npx pyright"),

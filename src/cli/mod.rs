@@ -1,6 +1,7 @@
 //! The `guidebook` command line: flags shared by every subcommand, one file per subcommand,
 //! and the error type they return. `main` only parses, sets up tracing and calls [`run`].
 
+mod breaker;
 mod check;
 mod client;
 mod explain;
@@ -76,6 +77,11 @@ pub enum Command {
         #[command(subcommand)]
         command: flags::FlagsCommand,
     },
+    /// A session's circuit-breaker state, or reset it so a halted agent may go on.
+    Breaker {
+        #[command(subcommand)]
+        command: breaker::BreakerCommand,
+    },
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -147,5 +153,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Search { session, files } => search::run(&settings, session, files),
         Command::Status { json } => status::run(&settings, json),
         Command::Flags { command } => flags::run(&settings, command),
+        Command::Breaker { command } => breaker::run(&settings, command),
     }
 }

@@ -3,6 +3,7 @@
 //! and `guidebook` binaries. One module per area; `harness` holds the shared helpers.
 
 mod bad_input;
+mod breaker;
 mod cli;
 mod flags;
 mod harness;
