@@ -28,6 +28,50 @@ pub struct Settings {
     pub reload_interval_ms: u64,
     /// How `buildPrompt` (and token budgets) count tokens.
     pub tokenizer: Tokenizer,
+    /// When the circuit breaker warns and halts (`breaker:` in `config.yaml`).
+    pub breaker: BreakerLimits,
+}
+
+/// The circuit breaker's limits. `config.yaml` may set any of them under `breaker:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct BreakerLimits {
+    /// A `(tool, code, file)` key present in this many consecutive check runs halts.
+    pub same_error_limit: u32,
+    /// A session with at least this many errors (distinct per run, summed) gets a warning.
+    pub warning_limit: u64,
+    /// A session with at least this many errors halts.
+    pub critical_limit: u64,
+}
+
+impl Default for BreakerLimits {
+    fn default() -> Self {
+        BreakerLimits {
+            same_error_limit: 3,
+            warning_limit: 15,
+            critical_limit: 30,
+        }
+    }
+}
+
+impl BreakerLimits {
+    /// Why these limits cannot work, if they cannot: each must be at least 1, and a warning
+    /// that comes only with (or after) the halt would never be seen.
+    pub fn check(&self) -> Result<(), String> {
+        if self.same_error_limit == 0 {
+            return Err("breaker.sameErrorLimit must be at least 1".into());
+        }
+        if self.warning_limit == 0 {
+            return Err("breaker.warningLimit must be at least 1".into());
+        }
+        if self.warning_limit >= self.critical_limit {
+            return Err(format!(
+                "breaker.warningLimit ({}) must be below breaker.criticalLimit ({})",
+                self.warning_limit, self.critical_limit
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Values given on the command line; they win over everything else.
@@ -69,6 +113,7 @@ struct ConfigFile {
     max_file_bytes: Option<u64>,
     busy_timeout_ms: Option<u64>,
     reload_interval_ms: Option<u64>,
+    breaker: Option<BreakerLimits>,
     tokenizer: Option<TokenizerName>,
 }
 
@@ -195,6 +240,7 @@ impl Settings {
                 .reload_interval_ms
                 .unwrap_or(DEFAULT_RELOAD_INTERVAL_MS),
             tokenizer: file.tokenizer.map(Tokenizer::from).unwrap_or_default(),
+            breaker: file.breaker.unwrap_or_default(),
             home,
         };
         Ok(settings)
@@ -211,10 +257,17 @@ fn parse_config(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     if text.trim().is_empty() {
         return Ok(ConfigFile::default());
     }
-    serde_yaml::from_str(text).map_err(|e| ConfigError::Invalid {
+    let file: ConfigFile = serde_yaml::from_str(text).map_err(|e| ConfigError::Invalid {
         path: path.to_path_buf(),
         message: e.to_string(),
-    })
+    })?;
+    if let Some(limits) = &file.breaker {
+        limits.check().map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })?;
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -323,6 +376,42 @@ mod tests {
             err.contains("p50k_base") && err.contains("cl100k_base"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn breaker_limits_come_from_the_file_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        let resolve = |yaml: &str| {
+            std::fs::write(dir.path().join("config.yaml"), yaml).unwrap();
+            Settings::resolve_with(
+                &Overrides::default(),
+                env(&[("ADAPTIVE_GUIDEBOOK_HOME", home)]),
+            )
+        };
+        let s = resolve("db: /x.db\n").unwrap();
+        assert_eq!(s.breaker, BreakerLimits::default());
+        let s = resolve("breaker:\n  sameErrorLimit: 2\n  criticalLimit: 40\n").unwrap();
+        assert_eq!(
+            s.breaker,
+            BreakerLimits {
+                same_error_limit: 2,
+                warning_limit: 15,
+                critical_limit: 40
+            }
+        );
+        let err = resolve("breaker:\n  warningLimit: 30\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("warningLimit (30) must be below"), "{err}");
+        let err = resolve("breaker:\n  sameErrorLimit: 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sameErrorLimit must be at least 1"), "{err}");
+        let err = resolve("breaker:\n  sameErorLimit: 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sameErorLimit"), "{err}");
     }
 
     #[test]

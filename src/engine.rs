@@ -8,13 +8,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::breaker::Breaker;
 use crate::config::Settings;
 use crate::files::{self, Skip};
 use crate::flags::Flags;
 use crate::guidebook::{Guidebook, GuidelineSnapshot};
 use crate::prompt::PromptPacks;
 use crate::repo::RepositoryResolver;
-use crate::store::{Database, PresentationStore, StoreError};
+use crate::store::{BreakerStore, Database, PresentationStore, StoreError};
 use crate::tokens::Tokenizer;
 
 /// Everything a request handler needs, shared by all of them. Built once per process.
@@ -29,6 +30,8 @@ pub struct Engine {
     pub prompts: PromptPacks,
     /// How tokens are counted (`buildPrompt`, token budgets), as configured.
     pub tokenizer: Tokenizer,
+    /// The circuit breaker (`recordError`, `breakerStatus`, `resetBreaker`).
+    pub breaker: Breaker,
     pub started: Instant,
 }
 
@@ -63,6 +66,7 @@ impl Engine {
             tokenizer: settings.tokenizer,
             flags: Flags::open(settings.flags.clone()),
             repos: RepositoryResolver::new(),
+            breaker: Breaker::new(BreakerStore::new(db.clone()), settings.breaker),
             presentations: PresentationStore::new(db),
             started: Instant::now(),
             settings,

@@ -19,13 +19,16 @@
 //! - [`repo`]: a file's [`repo::RepositoryIdentity`] from `git remote get-url origin`, cached.
 //! - [`language`]: a file's language from its name.
 //! - [`files`]: reads changed files safely (no FIFO hangs, capped size).
-//! - [`store`]: the only module that runs SQL: pool, schema, presentation state.
 //! - [`service`]: the systemd units and launchd agent `guidebook service install` writes.
 //! - [`hook_config`]: our entries in Codex's `hooks.json` and Claude Code's `settings.json`,
 //!   merged in and out of the user's text without re-encoding the rest.
+//! - [`breaker`]: the circuit breaker: a pure state machine over check runs, persisted through
+//!   the store.
+//! - [`store`]: the only module that runs SQL: pool, schema, presentation and breaker state.
 //! - [`config`]: settings with the precedence flag > env > `config.yaml` > default.
 //! - [`time`]: RFC 3339 timestamps without a date-time dependency.
 
+pub mod breaker;
 pub mod cli;
 pub mod config;
 pub mod engine;

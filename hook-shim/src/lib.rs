@@ -11,6 +11,9 @@
 //! - `paths`: lexical resolution of relative paths against `cwd`.
 //! - `rpc`: [`request_body`] and [`parse_response`], the JSON-RPC 2.0 wire format.
 //! - `output`: [`render`] and [`render_search`], the one line the hook prints.
+//! - [`checks`]: ruff and pyright runs in a shell command, and their diagnostics in its output.
+//! - [`breaker`]: the circuit breaker's hook: a check run for `recordError`, the `PreToolUse`
+//!   gate of a halted session, and their outputs.
 //!
 //! - `client`: the blocking HTTP/1.1 JSON-RPC client on the Unix socket, bounded by a deadline;
 //!   shared with the `guidebook` CLI.
@@ -20,6 +23,8 @@
 //! **Invariant:** nothing in this library but `client` performs I/O, and nothing reads the
 //! environment, so every decision the hook makes can be tested from JSON alone.
 
+pub mod breaker;
+pub mod checks;
 pub mod client;
 mod output;
 mod patch;

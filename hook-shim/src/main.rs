@@ -1,4 +1,4 @@
-//! `guidebook-hook`: one hook event on stdin, one question to the sidecar, at most one JSON line on stdout. Reads: arguments, stdin, a few environment variables, the sidecar socket. Writes: stdout (the hook output), stderr (diagnostics); starts the sidecar when none listens (see `autostart`).
+//! `guidebook-hook`: one hook event on stdin, a question or two to the sidecar, at most one JSON line on stdout. Reads: arguments, stdin, a few environment variables, the sidecar socket. Writes: stdout (the hook output), stderr (diagnostics); starts the sidecar when none listens (see `autostart`).
 //!
 //! **Invariant:** it always exits 0 and never runs longer than its timeout, counted from process
 //! start; anything that goes wrong costs the agent a guideline, never a failed tool call.
@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use guidebook_hook::{client, parse_response, plan, render, request_body, Action, CallLimits};
+use guidebook_hook::breaker::{self, plan_breaker};
+use guidebook_hook::{client, parse_response, plan, request_body, Action, CallLimits};
 
 const DEFAULT_TIMEOUT_MS: u64 = 2000;
 /// The token budget for the guideline text one hook injects. Codex shows the model only a
@@ -88,7 +89,8 @@ fn run(started: Instant) {
         }
     };
     let action = plan(&event);
-    if action == Action::Nothing {
+    let breaker_action = plan_breaker(&event);
+    if action == Action::Nothing && breaker_action.is_none() {
         return;
     }
     let Some(socket) = socket_flag.or_else(default_socket) else {
@@ -107,21 +109,37 @@ fn run(started: Instant) {
         let body = request_body(&action, 1, &limits).unwrap_or_default();
         client::post(&mut stream, &body, deadline)
     };
-    let body = match exchange() {
-        Ok(body) => body,
-        Err(e) => {
-            diag!("{e} ({})", socket.display());
-            return;
+    let search = if action == Action::Nothing {
+        None
+    } else {
+        match exchange().map(|body| parse_response(&body)) {
+            Ok(Ok(result)) => Some(result),
+            Ok(Err(e)) => {
+                diag!("{e}");
+                None
+            }
+            Err(e) => {
+                diag!("{e} ({})", socket.display());
+                None
+            }
         }
     };
-    let result = match parse_response(&body) {
-        Ok(result) => result,
-        Err(e) => {
-            diag!("{e}");
-            return;
+    // The circuit breaker's calls, each on a connection of its own (the client asks the
+    // sidecar to close after one answer).
+    let verdict = match &breaker_action {
+        Some(breaker_action) => {
+            let mut send = |body: &str| {
+                let exchange = client::connect(&socket, deadline)
+                    .and_then(|mut stream| client::post(&mut stream, body, deadline));
+                exchange
+                    .map_err(|e| diag!("{e} ({})", socket.display()))
+                    .ok()
+            };
+            breaker::ask(breaker_action, &mut send)
         }
+        None => breaker::BreakerVerdict::Nothing,
     };
-    if let Some(line) = render(&action, &result) {
+    if let Some(line) = breaker::render_hook(&action, search.as_ref(), &verdict) {
         print_line(&line, deadline);
     }
 }

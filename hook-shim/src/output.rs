@@ -26,6 +26,11 @@ pub fn render(action: &Action, result: &Value) -> Option<String> {
 /// other key may appear. Entries without a string `id` and `content` are skipped rather than
 /// failing the whole answer.
 pub fn render_search(guidelines: &Value) -> Option<String> {
+    search_text(guidelines).map(|text| post_tool_use_context(&text))
+}
+
+/// The `additionalContext` text for a `search` result, or `None` when there is nothing to show.
+pub(crate) fn search_text(guidelines: &Value) -> Option<String> {
     let blocks: Vec<(&str, &str)> = guidelines
         .as_array()?
         .iter()
@@ -35,7 +40,7 @@ pub fn render_search(guidelines: &Value) -> Option<String> {
             Some((id, content))
         })
         .collect();
-    (!blocks.is_empty()).then(|| post_tool_use_context(&context_text(blocks)))
+    (!blocks.is_empty()).then(|| context_text(blocks))
 }
 
 /// The text handed to the agent for `(id, content)` pairs: [`CONTEXT_HEADER`], then per
@@ -57,7 +62,7 @@ pub fn guideline_block(id: &str, content: &str) -> String {
 /// Wraps `text` as `PostToolUse` additional context. The JSON is written by hand, with
 /// serde_json escaping the text, because the key order is part of the contract and serde_json's
 /// default map sorts keys.
-fn post_tool_use_context(text: &str) -> String {
+pub(crate) fn post_tool_use_context(text: &str) -> String {
     let text = Value::String(text.to_owned());
     format!(
         r#"{{"hookSpecificOutput":{{"hookEventName":"PostToolUse","additionalContext":{text}}}}}"#

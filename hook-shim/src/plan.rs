@@ -36,7 +36,7 @@ impl Action {
 }
 
 /// Shell tool names under which Codex (and Claude Code) report a command run.
-const SHELL_TOOLS: [&str; 5] = [
+pub(crate) const SHELL_TOOLS: [&str; 5] = [
     "Bash",
     "shell",
     "local_shell",

@@ -1,6 +1,7 @@
 //! The `guidebook` command line: flags shared by every subcommand, one file per subcommand,
 //! and the error type they return. `main` only parses, sets up tracing and calls [`run`].
 
+mod breaker;
 mod check;
 mod client;
 mod doctor;
@@ -109,6 +110,11 @@ pub enum Command {
         #[arg(long)]
         stats: bool,
     },
+    /// A session's circuit-breaker state, or reset it so a halted agent may go on.
+    Breaker {
+        #[command(subcommand)]
+        command: breaker::BreakerCommand,
+    },
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -213,5 +219,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 stats,
             },
         ),
+        Command::Breaker { command } => breaker::run(&settings, command),
     }
 }

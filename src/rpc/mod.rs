@@ -2,12 +2,15 @@
 //! table below, and [`errors`], the one place errors become JSON-RPC error objects. Only this
 //! module knows wire types.
 
+pub mod breaker_status;
 pub mod build_prompt;
 pub mod discover;
 pub mod errors;
 pub mod explain;
 pub mod get_flags;
 pub mod is_enabled;
+pub mod record_error;
+pub mod reset_breaker;
 pub mod reset_session;
 pub mod search;
 pub mod set_flag;
@@ -79,6 +82,25 @@ pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
     m.register_blocking_method("setFlag", |p, e, _| {
         parse(&p)
             .and_then(|p| set_flag::handle(&e, p))
+            .map_err(RpcError::into_object)
+    })
+    .expect("unique method name");
+    // The circuit breaker: each call is one short SQLite transaction.
+    m.register_blocking_method("recordError", |p, e, _| {
+        parse(&p)
+            .and_then(|p| record_error::handle(&e, p))
+            .map_err(RpcError::into_object)
+    })
+    .expect("unique method name");
+    m.register_blocking_method("breakerStatus", |p, e, _| {
+        parse(&p)
+            .and_then(|p| breaker_status::handle(&e, p))
+            .map_err(RpcError::into_object)
+    })
+    .expect("unique method name");
+    m.register_blocking_method("resetBreaker", |p, e, _| {
+        parse(&p)
+            .and_then(|p| reset_breaker::handle(&e, p))
             .map_err(RpcError::into_object)
     })
     .expect("unique method name");

@@ -1,8 +1,10 @@
-//! The only module that runs SQL: the SQLite file, its pool and schema, and the presentation
-//! table. Reads and writes: the database file.
+//! The only module that runs SQL: the SQLite file, its pool and schema, the presentation
+//! table and the circuit breaker's tables. Reads and writes: the database file.
 
+mod breaker;
 mod presentation;
 
+pub use breaker::{BreakerRow, BreakerStore, StreakRow};
 pub use presentation::PresentationStore;
 
 use std::os::unix::fs::DirBuilderExt;
@@ -40,12 +42,36 @@ pub(crate) type Conn = r2d2::PooledConnection<SqliteConnectionManager>;
 
 /// The versioned schema. `user_version` records which statements have run, so a later version
 /// can add tables without touching what is there.
-const MIGRATIONS: &[&str] = &["CREATE TABLE IF NOT EXISTS presentation (
+const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS presentation (
         session_id TEXT NOT NULL,
         guideline_id TEXT NOT NULL,
         presented_at TEXT NOT NULL,
         PRIMARY KEY (session_id, guideline_id)
-    );"];
+    );",
+    // The circuit breaker: one row per session that recorded a check run, and the streak of
+    // each (tool, code, file) key of the session's latest run. `halt_reason` is NULL unless the
+    // session is halted; the `tripped_*` columns name the key that halted it, if one did.
+    "CREATE TABLE IF NOT EXISTS breaker_session (
+        session_id TEXT NOT NULL PRIMARY KEY,
+        total_errors INTEGER NOT NULL,
+        runs INTEGER NOT NULL,
+        halt_reason TEXT,
+        tripped_tool TEXT,
+        tripped_code TEXT,
+        tripped_file TEXT,
+        tripped_streak INTEGER,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS breaker_streak (
+        session_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        code TEXT NOT NULL,
+        file TEXT NOT NULL,
+        streak INTEGER NOT NULL,
+        PRIMARY KEY (session_id, tool, code, file)
+    ) WITHOUT ROWID;",
+];
 
 /// The database: a connection pool over one SQLite file in WAL mode.
 #[derive(Debug, Clone)]

@@ -220,6 +220,34 @@ pub fn error_cases() -> Vec<ErrorCase> {
             code: -32600,
             mentions: "",
         },
+        case(
+            "recordError without a code",
+            "recordError",
+            json!({"sessionId": "s", "errors": [{"tool": "ruff", "file": "/a.py"}]}),
+            -32602,
+            "errors[0]",
+        ),
+        case(
+            "recordError with an empty file",
+            "recordError",
+            json!({"sessionId": "s", "errors": [{"tool": "ruff", "code": "F401", "file": ""}]}),
+            -32602,
+            "errors[0].file",
+        ),
+        case(
+            "breakerStatus without a session",
+            "breakerStatus",
+            json!({"sessionId": ""}),
+            -32602,
+            "sessionId",
+        ),
+        case(
+            "resetBreaker with an unknown param",
+            "resetBreaker",
+            json!({"sessionId": "s", "force": true}),
+            -32602,
+            "force",
+        ),
     ]
 }
 

@@ -200,8 +200,43 @@ pub fn run_shim_with_args(args: &[&OsStr], stdin: &str, envs: &[(&str, &OsStr)])
         Some(0),
         "the shim must always exit 0: {run:?}"
     );
-    assert_valid_hook_output(&run.stdout);
+    let event: Option<Value> = serde_json::from_str(stdin).ok();
+    match event.as_ref().and_then(|e| e["hook_event_name"].as_str()) {
+        Some("PreToolUse") => assert_valid_pre_tool_use_output(&run.stdout),
+        _ => assert_valid_hook_output(&run.stdout),
+    }
     run
+}
+
+/// Like [`assert_valid_hook_output`], against Codex's `PreToolUse` output schema.
+pub fn assert_valid_pre_tool_use_output(stdout: &str) {
+    if stdout.is_empty() {
+        return;
+    }
+    let line = stdout
+        .strip_suffix('\n')
+        .unwrap_or_else(|| panic!("hook output must end with a newline: {stdout:?}"));
+    assert!(
+        !line.contains('\n'),
+        "hook output must be one line: {stdout:?}"
+    );
+    let value: Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("hook output is not JSON ({e}): {stdout:?}"));
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        jsonschema::validator_for(&fixture(
+            "codex-hook-schemas/pre-tool-use.command.output.schema.json",
+        ))
+        .expect("the Codex PreToolUse output schema compiles")
+    });
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "hook output {line} is invalid: {errors:?}"
+    );
 }
 
 /// Checks that the shim's stdout is empty or exactly one compact JSON object on one line that
@@ -384,6 +419,13 @@ impl Sidecar {
 
     pub fn pid(&self) -> libc::pid_t {
         self.child.as_ref().expect("running").id() as libc::pid_t
+    }
+
+    /// Stops the daemon (SIGTERM) and starts a new one on the same home, database and socket.
+    pub fn restart(&mut self) {
+        let status = self.stop();
+        assert!(status.success(), "the sidecar exited with {status}");
+        self.spawn();
     }
 
     /// Sends SIGTERM and waits (bounded) for the daemon to exit; returns its exit status.

@@ -4,6 +4,7 @@
 
 mod autostart;
 mod bad_input;
+mod breaker;
 mod budget;
 mod build_prompt;
 mod cli;

@@ -101,6 +101,9 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
             "getFlags",
             "isEnabled",
             "setFlag",
+            "recordError",
+            "breakerStatus",
+            "resetBreaker",
             "status",
             "rpc.discover"
         ]
@@ -217,6 +220,39 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
             ),
         ));
     }
+    // The circuit breaker: continue, warning, a streak halt, a fresh status, a reset.
+    let key = json!({"tool": "pyright", "code": "reportAttributeAccessIssue", "file": "/src/d.py"});
+    let many: Vec<Value> = (0..16)
+        .map(|i| json!({"tool": "ruff", "code": "F401", "file": format!("/src/{i}.py")}))
+        .collect();
+    for errors in [
+        json!([key]),
+        json!(many),
+        json!([key]),
+        json!([key]),
+        json!([key]),
+        json!([]),
+    ] {
+        responses.push((
+            "recordError",
+            sidecar.result("recordError", json!({"sessionId": "b", "errors": errors})),
+        ));
+    }
+    assert_eq!(responses[responses.len() - 5].1["state"], "warning");
+    assert_eq!(responses.last().unwrap().1["state"], "halt");
+    assert_eq!(responses.last().unwrap().1["trippedBy"]["streak"], 3);
+    responses.push((
+        "breakerStatus",
+        sidecar.result("breakerStatus", json!({"sessionId": "b"})),
+    ));
+    responses.push((
+        "breakerStatus",
+        sidecar.result("breakerStatus", json!({"sessionId": "never-seen"})),
+    ));
+    responses.push((
+        "resetBreaker",
+        sidecar.result("resetBreaker", json!({"sessionId": "b"})),
+    ));
     // status: healthy, then with a broken guideline file (line known) and a duplicate id.
     std::fs::remove_file(&flags_path).unwrap();
     let healthy = sidecar.result("status", json!({}));

@@ -1,0 +1,481 @@
+//! The hook's part of the circuit breaker: a shell `PostToolUse` that ran ruff or pyright becomes one check run for `recordError`, and a `PreToolUse` of an editing tool asks whether the session is halted. Reads: the event JSON and the sidecar's answers. Writes: nothing (the caller's `send` does the I/O).
+//!
+//! Everything here happens only while flag `hooks_enabled` is on for the session, so each
+//! exchange asks `isEnabled` first: `PreToolUse`, which comes before every edit, asks it and
+//! `breakerStatus` in one JSON-RPC batch (one round trip); `PostToolUse` asks it before
+//! recording, since a batch would record even with the flag off.
+
+use serde_json::Value;
+
+use crate::checks::{invocations, parse_pyright, parse_ruff, Diagnostic, PYRIGHT, RUFF};
+use crate::output::{post_tool_use_context, search_text};
+use crate::patch::shell_patches;
+use crate::paths::{resolve, resolve_dir};
+use crate::plan::{Action, SHELL_TOOLS};
+use crate::rpc::parse_response;
+
+/// The flag that turns the breaker's hooks on, per session.
+pub const HOOKS_ENABLED: &str = "hooks_enabled";
+
+/// The tools a halted session may not run: they change files.
+const GUARDED_TOOLS: [&str; 4] = ["apply_patch", "Edit", "Write", "MultiEdit"];
+
+/// What the breaker needs from the sidecar for one hook event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BreakerAction {
+    /// Record one check run (files absolute); an empty list is a clean run.
+    Record {
+        session_id: String,
+        errors: Vec<Diagnostic>,
+    },
+    /// An edit is about to happen: deny it if the session is halted.
+    Gate { session_id: String },
+}
+
+/// What the breaker has to say after asking the sidecar.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum BreakerVerdict {
+    /// Nothing (flag off, session fine, sidecar unreachable or in error).
+    #[default]
+    Nothing,
+    /// The session passed the warning limit: one line for `additionalContext`.
+    Warning(String),
+    /// The session is halted: stop the agent with this reason.
+    Halt(String),
+    /// The session is halted and an edit is about to happen: deny it with this reason.
+    Deny(String),
+}
+
+/// What the breaker needs for `event`, if anything:
+///
+/// - `PostToolUse` of a shell tool whose command ran `ruff check` or `pyright` and whose output
+///   shows their diagnostics or a clean result → [`BreakerAction::Record`]; all the checkers of
+///   one command make one run, since a second call would end the first one's streaks;
+/// - `PreToolUse` of `apply_patch`, `Edit`, `Write`, `MultiEdit`, or of a shell command that
+///   pipes a patch into `apply_patch` → [`BreakerAction::Gate`].
+pub fn plan_breaker(event: &Value) -> Option<BreakerAction> {
+    let session_id = str_field(event, "session_id")
+        .filter(|s| !s.is_empty())?
+        .to_owned();
+    let tool = str_field(event, "tool_name")?;
+    match str_field(event, "hook_event_name")? {
+        "PostToolUse" if SHELL_TOOLS.contains(&tool) => {
+            check_run(event).map(|errors| BreakerAction::Record { session_id, errors })
+        }
+        "PreToolUse" => {
+            let edits = GUARDED_TOOLS.contains(&tool)
+                || (SHELL_TOOLS.contains(&tool)
+                    && command_text(event.get("tool_input"))
+                        .is_some_and(|c| !shell_patches(&c).is_empty()));
+            edits.then_some(BreakerAction::Gate { session_id })
+        }
+        _ => None,
+    }
+}
+
+/// The errors of the checkers a shell `PostToolUse` ran, files resolved against the directory
+/// each ran in (a `cd DIR` before it, else the tool's `workdir`, else `cwd`). `None` when the
+/// command ran no checker or no checker's output is recognisable (it did not start, say).
+pub fn check_run(event: &Value) -> Option<Vec<Diagnostic>> {
+    let tool_input = event.get("tool_input");
+    let command = command_text(tool_input)?;
+    let ran = invocations(&command);
+    if ran.is_empty() {
+        return None;
+    }
+    let output = output_text(event.get("tool_response"))?;
+    let cwd = str_field(event, "cwd");
+    let workdir = tool_input
+        .and_then(|input| str_field(input, "workdir"))
+        .map(|dir| resolve_dir(cwd, dir));
+    let base = workdir.unwrap_or_else(|| cwd.map(str::to_owned));
+    let mut recognised = false;
+    let mut errors = Vec::new();
+    for invocation in ran {
+        let parsed = match invocation.tool {
+            RUFF => parse_ruff(&output),
+            PYRIGHT => parse_pyright(&output),
+            _ => None,
+        };
+        let Some(found) = parsed else {
+            continue;
+        };
+        recognised = true;
+        let dir = match invocation.dir {
+            Some(dir) => resolve_dir(base.as_deref(), dir),
+            None => base.clone(),
+        };
+        for d in found {
+            // A relative path without a known directory names no file honestly: dropped.
+            if let Some(file) = resolve(dir.as_deref(), &d.file) {
+                errors.push(Diagnostic { file, ..d });
+            }
+        }
+    }
+    recognised.then_some(errors)
+}
+
+/// The shell command: `tool_input.command` (or `cmd`) as a string, or an argv array's elements
+/// one per line.
+fn command_text(tool_input: Option<&Value>) -> Option<String> {
+    let command = match tool_input? {
+        Value::Object(input) => input.get("command").or_else(|| input.get("cmd"))?,
+        other => other,
+    };
+    match command {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(argv) => Some(
+            argv.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
+    }
+}
+
+/// What the command printed: Codex sends a string (`Exit code:`/`Wall time:`/`Output:` lines,
+/// then the output; older builds a JSON string with `output`), Claude Code an object with
+/// `stdout` and `stderr`.
+fn output_text(response: Option<&Value>) -> Option<String> {
+    match response? {
+        Value::String(text) => {
+            if text.trim_start().starts_with('{') {
+                if let Ok(Value::Object(legacy)) = serde_json::from_str::<Value>(text) {
+                    if let Some(Value::String(output)) = legacy.get("output") {
+                        return Some(output.clone());
+                    }
+                }
+            }
+            Some(text.clone())
+        }
+        Value::Object(object) => {
+            let parts: Vec<&str> = ["stdout", "stderr", "output"]
+                .iter()
+                .filter_map(|key| object.get(*key).and_then(Value::as_str))
+                .collect();
+            (!parts.is_empty()).then(|| parts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// The request body that asks whether the breaker's hooks are on for the session.
+pub fn flag_request(session_id: &str, id: u64) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "isEnabled",
+        "params": {"flag": HOOKS_ENABLED, "key": session_id}})
+    .to_string()
+}
+
+/// The `recordError` request body for one check run.
+pub fn record_request(session_id: &str, errors: &[Diagnostic], id: u64) -> String {
+    let errors: Vec<Value> = errors
+        .iter()
+        .map(|d| serde_json::json!({"tool": d.tool, "code": d.code, "file": d.file}))
+        .collect();
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "recordError",
+        "params": {"sessionId": session_id, "errors": errors}})
+    .to_string()
+}
+
+/// One JSON-RPC batch: `isEnabled` (id 1) and `breakerStatus` (id 2).
+pub fn gate_request(session_id: &str) -> String {
+    let status = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "breakerStatus",
+        "params": {"sessionId": session_id}});
+    format!("[{},{status}]", flag_request(session_id, 1))
+}
+
+/// Asks the sidecar what the breaker says about `action`. `send` posts one request body and
+/// returns the response body, or `None` when the exchange failed (it reports why itself).
+pub fn ask(
+    action: &BreakerAction,
+    send: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
+) -> BreakerVerdict {
+    match action {
+        BreakerAction::Record { session_id, errors } => {
+            let Some(flag) = send(&flag_request(session_id, 1)) else {
+                return BreakerVerdict::Nothing;
+            };
+            if parse_response(&flag).ok().and_then(|v| v.as_bool()) != Some(true) {
+                return BreakerVerdict::Nothing;
+            }
+            let Some(body) = send(&record_request(session_id, errors, 2)) else {
+                return BreakerVerdict::Nothing;
+            };
+            match parse_response(&body) {
+                Ok(answer) => match state_and_reason(&answer) {
+                    ("halt", reason) => BreakerVerdict::Halt(reason),
+                    ("warning", reason) => BreakerVerdict::Warning(reason),
+                    _ => BreakerVerdict::Nothing,
+                },
+                Err(_) => BreakerVerdict::Nothing,
+            }
+        }
+        BreakerAction::Gate { session_id } => {
+            let Some(body) = send(&gate_request(session_id)) else {
+                return BreakerVerdict::Nothing;
+            };
+            let responses = batch_results(&body);
+            let by_id = |id: u64| responses.iter().find(|(i, _)| *i == id).map(|(_, r)| r);
+            if by_id(1).and_then(Value::as_bool) != Some(true) {
+                return BreakerVerdict::Nothing;
+            }
+            match by_id(2).map(state_and_reason) {
+                Some(("halt", reason)) => BreakerVerdict::Deny(reason),
+                _ => BreakerVerdict::Nothing,
+            }
+        }
+    }
+}
+
+/// The successful results of a JSON-RPC batch response, by id. Errors and malformed members
+/// are left out: the hook then says nothing rather than something wrong.
+fn batch_results(body: &[u8]) -> Vec<(u64, Value)> {
+    let Ok(Value::Array(members)) = serde_json::from_slice::<Value>(body) else {
+        return Vec::new();
+    };
+    members
+        .into_iter()
+        .filter_map(|mut m| {
+            let id = m.get("id")?.as_u64()?;
+            if m.get("error").is_some() {
+                return None;
+            }
+            Some((id, m.get_mut("result")?.take()))
+        })
+        .collect()
+}
+
+/// The `state` and the one-line `reason` of a breaker answer.
+fn state_and_reason(answer: &Value) -> (&str, String) {
+    let state = answer.get("state").and_then(Value::as_str).unwrap_or("");
+    let reason = answer
+        .get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or("Circuit breaker: this session is halted.")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    (state, reason)
+}
+
+/// The hook output for an event that asked `action` (with its `search` result, if any) and got
+/// `verdict` from the breaker:
+///
+/// - halt → exactly `{"continue":false,"stopReason":REASON}`;
+/// - deny → exactly `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
+///   "permissionDecision":"deny","permissionDecisionReason":REASON}}`;
+/// - warning → the `PostToolUse` `additionalContext` of the search (if any) with the warning as
+///   one more line;
+/// - nothing → what the search alone would print.
+pub fn render_hook(
+    action: &Action,
+    search: Option<&Value>,
+    verdict: &BreakerVerdict,
+) -> Option<String> {
+    let guidelines = match (action, search) {
+        (Action::Search { .. }, Some(result)) => search_text(result),
+        _ => None,
+    };
+    match verdict {
+        BreakerVerdict::Halt(reason) => Some(format!(
+            r#"{{"continue":false,"stopReason":{}}}"#,
+            Value::from(reason.as_str())
+        )),
+        BreakerVerdict::Deny(reason) => Some(format!(
+            r#"{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":{}}}}}"#,
+            Value::from(reason.as_str())
+        )),
+        BreakerVerdict::Warning(line) => Some(post_tool_use_context(&match guidelines {
+            Some(text) => format!("{text}\n\n{line}"),
+            None => line.clone(),
+        })),
+        BreakerVerdict::Nothing => guidelines.map(|text| post_tool_use_context(&text)),
+    }
+}
+
+fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bash(command: &str, response: Value) -> Value {
+        json!({"session_id": "s", "cwd": "/w/proj", "hook_event_name": "PostToolUse",
+            "tool_name": "Bash", "tool_input": {"command": command}, "tool_response": response})
+    }
+
+    fn d(tool: &'static str, code: &str, file: &str) -> Diagnostic {
+        Diagnostic {
+            tool,
+            code: code.into(),
+            file: file.into(),
+        }
+    }
+
+    const RUFF_CONCISE: &str = include_str!("../../tests/fixtures/checks/ruff-concise.txt");
+    const PYRIGHT_TXT: &str = include_str!("../../tests/fixtures/checks/pyright.txt");
+
+    #[test]
+    fn a_codex_ruff_run_is_one_check_run_with_paths_resolved() {
+        let response = format!("Exit code: 1\nWall time: 0.2 seconds\nOutput:\n{RUFF_CONCISE}");
+        let action = plan_breaker(&bash("cd api && ruff check src", json!(response))).unwrap();
+        let BreakerAction::Record { session_id, errors } = action else {
+            panic!("not a record: {action:?}");
+        };
+        assert_eq!(session_id, "s");
+        assert_eq!(errors.len(), 8);
+        assert_eq!(
+            errors[0],
+            d(RUFF, "F401", "/w/proj/api/src/app/dispatch.py")
+        );
+        assert_eq!(errors[7], d(RUFF, "F401", "/w/proj/api/src/app/models.py"));
+    }
+
+    #[test]
+    fn both_checkers_in_one_command_make_one_run() {
+        let output = format!("{RUFF_CONCISE}{PYRIGHT_TXT}");
+        let Some(BreakerAction::Record { errors, .. }) = plan_breaker(&bash(
+            "ruff check . ; pyright",
+            json!({"stdout": output, "stderr": "", "interrupted": false}),
+        )) else {
+            panic!("no record")
+        };
+        assert_eq!(errors.iter().filter(|e| e.tool == RUFF).count(), 8);
+        assert_eq!(errors.iter().filter(|e| e.tool == PYRIGHT).count(), 3);
+    }
+
+    #[test]
+    fn clean_runs_record_empty_runs_and_other_commands_nothing() {
+        let clean = bash(
+            "uv run ruff check .",
+            json!("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nAll checks passed!\n"),
+        );
+        assert_eq!(
+            plan_breaker(&clean),
+            Some(BreakerAction::Record {
+                session_id: "s".into(),
+                errors: vec![]
+            })
+        );
+        let missing = bash(
+            "ruff check .",
+            json!("Exit code: 127\nWall time: 0 seconds\nOutput:\nbash: ruff: command not found\n"),
+        );
+        assert_eq!(plan_breaker(&missing), None);
+        let other = bash("cat lint.txt", json!(RUFF_CONCISE));
+        assert_eq!(plan_breaker(&other), None);
+    }
+
+    #[test]
+    fn pre_tool_use_of_editing_tools_is_gated() {
+        let pre = |tool: &str, input: Value| {
+            plan_breaker(
+                &json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PreToolUse",
+                "tool_name": tool, "tool_input": input}),
+            )
+        };
+        let gate = Some(BreakerAction::Gate {
+            session_id: "s".into(),
+        });
+        for tool in GUARDED_TOOLS {
+            assert_eq!(pre(tool, json!({})), gate, "{tool}");
+        }
+        let heredoc =
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch\nEOF\n";
+        assert_eq!(pre("Bash", json!({ "command": heredoc })), gate);
+        assert_eq!(pre("Bash", json!({"command": "ls"})), None);
+        assert_eq!(pre("Read", json!({"file_path": "/p/a"})), None);
+    }
+
+    #[test]
+    fn request_bodies() {
+        let body: Value =
+            serde_json::from_str(&record_request("s", &[d(RUFF, "E501", "/a.py")], 2)).unwrap();
+        assert_eq!(
+            body,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "recordError",
+                "params": {"sessionId": "s", "errors": [{"tool": "ruff", "code": "E501", "file": "/a.py"}]}})
+        );
+        let batch: Value = serde_json::from_str(&gate_request("s")).unwrap();
+        assert_eq!(batch[0]["method"], "isEnabled");
+        assert_eq!(
+            batch[0]["params"],
+            json!({"flag": "hooks_enabled", "key": "s"})
+        );
+        assert_eq!(batch[1]["method"], "breakerStatus");
+    }
+
+    #[test]
+    fn asking_follows_the_flag() {
+        let record = BreakerAction::Record {
+            session_id: "s".into(),
+            errors: vec![],
+        };
+        let mut sent = Vec::new();
+        let mut off = |body: &str| {
+            sent.push(body.to_owned());
+            Some(br#"{"jsonrpc":"2.0","id":1,"result":false}"#.to_vec())
+        };
+        assert_eq!(ask(&record, &mut off), BreakerVerdict::Nothing);
+        assert_eq!(sent.len(), 1, "nothing recorded with the flag off");
+
+        let mut answers = vec![
+            br#"{"jsonrpc":"2.0","id":1,"result":true}"#.to_vec(),
+            br#"{"jsonrpc":"2.0","id":2,"result":{"state":"warning","totalErrors":16,"reason":"Circuit breaker warning:\n16 errors","trippedBy":null}}"#.to_vec(),
+        ]
+        .into_iter();
+        let mut on = |_: &str| answers.next();
+        assert_eq!(
+            ask(&record, &mut on),
+            BreakerVerdict::Warning("Circuit breaker warning: 16 errors".into())
+        );
+
+        let gate = BreakerAction::Gate {
+            session_id: "s".into(),
+        };
+        let halted = br#"[{"jsonrpc":"2.0","id":2,"result":{"state":"halt","totalErrors":3,"reason":"R","trippedBy":null}},{"jsonrpc":"2.0","id":1,"result":true}]"#;
+        assert_eq!(
+            ask(&gate, &mut |_: &str| Some(halted.to_vec())),
+            BreakerVerdict::Deny("R".into())
+        );
+        let flag_off = br#"[{"jsonrpc":"2.0","id":1,"result":false},{"jsonrpc":"2.0","id":2,"result":{"state":"halt","reason":"R"}}]"#;
+        assert_eq!(
+            ask(&gate, &mut |_: &str| Some(flag_off.to_vec())),
+            BreakerVerdict::Nothing
+        );
+        assert_eq!(ask(&gate, &mut |_: &str| None), BreakerVerdict::Nothing);
+    }
+
+    #[test]
+    fn rendering() {
+        let nothing = Action::Nothing;
+        assert_eq!(
+            render_hook(&nothing, None, &BreakerVerdict::Halt("R \"x\"".into())).unwrap(),
+            r#"{"continue":false,"stopReason":"R \"x\""}"#
+        );
+        assert_eq!(
+            render_hook(&nothing, None, &BreakerVerdict::Deny("R".into())).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"R"}}"#
+        );
+        assert_eq!(
+            render_hook(&nothing, None, &BreakerVerdict::Warning("W".into())).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"W"}}"#
+        );
+        assert_eq!(render_hook(&nothing, None, &BreakerVerdict::Nothing), None);
+        let search = Action::Search {
+            session_id: "s".into(),
+            filepaths: vec!["/a".into()],
+        };
+        let result = json!([{"id": "g", "content": "C\n"}]);
+        let out = render_hook(&search, Some(&result), &BreakerVerdict::Warning("W".into()));
+        assert!(out.unwrap().ends_with(r#"[g]\nC\n\nW"}}"#));
+        assert_eq!(
+            render_hook(&search, Some(&result), &BreakerVerdict::Nothing),
+            crate::render_search(&result)
+        );
+    }
+}
