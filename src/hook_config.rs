@@ -43,17 +43,22 @@ impl Host {
         }
     }
 
-    /// The events we hook, each with its matcher: file edits, and the moments a session forgets
-    /// its context (compaction, `/clear`), after which guidelines are shown again.
+    /// The events we hook, each with its matcher: file edits (and the checks the agent runs),
+    /// and the moments a session forgets its context (compaction, `/clear`), after which
+    /// guidelines are shown again.
     pub fn events(self) -> &'static [(&'static str, Option<&'static str>)] {
         match self {
+            // PreToolUse of the editing tools is where the circuit breaker denies an edit of
+            // a halted session; PostToolUse of `Bash` is where it sees ruff and pyright runs.
             Host::Codex => &[
+                ("PreToolUse", Some("^(apply_patch|Bash)$")),
                 ("PostToolUse", Some("^(apply_patch|Bash)$")),
                 ("PostCompact", None),
                 ("SessionStart", Some("^(compact|clear)$")),
             ],
             Host::Claude => &[
-                ("PostToolUse", Some("Edit|Write|MultiEdit")),
+                ("PreToolUse", Some("Edit|Write|MultiEdit")),
+                ("PostToolUse", Some("Edit|Write|MultiEdit|Bash")),
                 ("SessionStart", Some("compact|clear")),
             ],
         }
@@ -460,9 +465,21 @@ mod tests {
         let text = install("", Host::Claude, "guidebook-hook").unwrap();
         let expected = r#"{
   "hooks": {
-    "PostToolUse": [
+    "PreToolUse": [
       {
         "matcher": "Edit|Write|MultiEdit",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "guidebook-hook",
+            "timeout": 5
+          }
+        ]
+      }
+    ],
+    "PostToolUse": [
+      {
+        "matcher": "Edit|Write|MultiEdit|Bash",
         "hooks": [
           {
             "type": "command",
@@ -583,7 +600,7 @@ mod tests {
     fn keeps_tab_indentation() {
         let text = "{\n\t\"model\": \"x\"\n}\n";
         let out = install(text, Host::Claude, CMD).unwrap();
-        assert!(out.starts_with("{\n\t\"model\": \"x\",\n\t\"hooks\": {\n\t\t\"PostToolUse\""));
+        assert!(out.starts_with("{\n\t\"model\": \"x\",\n\t\"hooks\": {\n\t\t\"PreToolUse\""));
     }
 
     #[test]
@@ -592,7 +609,7 @@ mod tests {
         let found = installed(&text, Host::Codex).unwrap();
         assert_eq!(
             found.iter().map(|(e, _)| *e).collect::<Vec<_>>(),
-            ["PostToolUse", "PostCompact", "SessionStart"]
+            ["PreToolUse", "PostToolUse", "PostCompact", "SessionStart"]
         );
         assert_eq!(found[0].1, [CMD]);
         assert!(installed("", Host::Claude).unwrap().is_empty());

@@ -105,7 +105,8 @@ fn install_twice_leaves_one_entry_per_event_and_the_users_hooks_byte_for_byte() 
     let value: Value = serde_json::from_str(&again).unwrap();
     let hook = shim_exe().display().to_string();
     for (event, matcher) in [
-        ("PostToolUse", "Edit|Write|MultiEdit"),
+        ("PreToolUse", "Edit|Write|MultiEdit"),
+        ("PostToolUse", "Edit|Write|MultiEdit|Bash"),
         ("SessionStart", "compact|clear"),
     ] {
         let ours = our_handlers(&value, event);
