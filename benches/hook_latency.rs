@@ -93,12 +93,16 @@ fn main() {
         child.wait().unwrap();
         (start.elapsed(), out)
     };
-    let hook = |session: &str| {
+    // `max_tokens` "2000" is the shim's default budget; "0" sends none.
+    let hook_with = |session: &str, max_tokens: &str| {
         spawn_timed(
-            Command::new(&shim).env("ADAPTIVE_GUIDEBOOK_SOCKET", &socket),
+            Command::new(&shim)
+                .env("ADAPTIVE_GUIDEBOOK_SOCKET", &socket)
+                .env("ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS", max_tokens),
             event(session).as_bytes(),
         )
     };
+    let hook = |session: &str| hook_with(session, "2000");
     let cold = |session: &str| {
         let mut cmd = Command::new(&guidebook);
         cmd.arg("search")
@@ -132,10 +136,12 @@ fn main() {
     }
 
     let (mut t_hook, mut t_floor, mut t_rpc, mut t_cold) = (vec![], vec![], vec![], vec![]);
+    let mut t_hook_unbudgeted = vec![];
     // Interleaved, so that whatever else the machine does affects every series alike.
     for i in 0..runs {
         // A new session each time: every hook really presents its guidelines.
         t_hook.push(ms(hook(&format!("h{i}")).0));
+        t_hook_unbudgeted.push(ms(hook_with(&format!("u{i}"), "0").0));
         t_floor.push(ms(floor().0));
         t_rpc.push(ms(rpc(&format!("r{i}"))));
         if i % (runs / cold_runs.max(1)).max(1) == 0 && t_cold.len() < cold_runs {
@@ -168,10 +174,15 @@ fn main() {
     let floor_m = row("floor: spawn /bin/true", &mut t_floor);
     let rpc_m = row("sidecar search, JSON-RPC round trip", &mut t_rpc);
     let hook_m = row("hook: spawn guidebook-hook -> output (warm)", &mut t_hook);
+    let unbudgeted_m = row(
+        "hook without a token budget (MAX_TOKENS=0)",
+        &mut t_hook_unbudgeted,
+    );
     let cold_m = row("cold one-shot: guidebook search", &mut t_cold);
     println!(
-        "ratios (medians): hook/floor {:.2}x, cold/hook {:.1}x, hook - floor = {:.3} ms",
+        "ratios (medians): hook/floor {:.2}x, hook/unbudgeted {:.3}x, cold/hook {:.1}x, hook - floor = {:.3} ms",
         hook_m.0 / floor_m.0,
+        hook_m.0 / unbudgeted_m.0,
         cold_m.0 / hook_m.0,
         hook_m.0 - floor_m.0
     );
@@ -185,6 +196,7 @@ fn main() {
         "floor": {"medianMs": floor_m.0, "p99Ms": floor_m.1},
         "rpc": {"medianMs": rpc_m.0, "p99Ms": rpc_m.1},
         "hook": {"medianMs": hook_m.0, "p99Ms": hook_m.1},
+        "hookWithoutTokenBudget": {"medianMs": unbudgeted_m.0, "p99Ms": unbudgeted_m.1},
         "cold": {"medianMs": cold_m.0, "p99Ms": cold_m.1},
         "sidecarPeakRssKiB": peak_rss_kib,
     });
