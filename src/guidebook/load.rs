@@ -263,7 +263,8 @@ pub fn read_guideline(path: &Path) -> Result<Guideline, LoadError> {
     parse_guideline(path, &text)
 }
 
-fn yaml_error(path: &Path, e: &serde_yaml::Error) -> LoadError {
+/// A serde_yaml error as a `LoadError` of `path`, its line kept apart from the message.
+pub(crate) fn yaml_error(path: &Path, e: &serde_yaml::Error) -> LoadError {
     let line = e.location().map(|l| l.line());
     // serde_yaml appends " at line L column C"; the line is reported separately.
     let mut message = e.to_string();
@@ -274,7 +275,7 @@ fn yaml_error(path: &Path, e: &serde_yaml::Error) -> LoadError {
 }
 
 /// The 1-based line of a top-level `key:`; used where the error is about a whole section.
-fn find_key_line(text: &str, key: &str) -> Option<usize> {
+pub(crate) fn find_key_line(text: &str, key: &str) -> Option<usize> {
     text.lines()
         .position(|l| {
             l.strip_prefix(key)

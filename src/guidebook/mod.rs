@@ -2,7 +2,7 @@
 //! that requests match against, and the live store that reloads it with last-good semantics.
 
 mod embedded;
-mod load;
+pub(crate) mod load;
 mod reload;
 mod snapshot;
 

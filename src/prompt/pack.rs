@@ -8,6 +8,7 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use super::{Example, PromptPack};
+use crate::guidebook::load::{find_key_line, yaml_error};
 use crate::guidebook::LoadError;
 
 /// The directory under the guidebook root that holds the packs.
@@ -185,25 +186,6 @@ pub fn find_pack_files(root: &Path) -> std::io::Result<Vec<PackFile>> {
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
-}
-
-fn yaml_error(path: &Path, e: &serde_yaml::Error) -> LoadError {
-    let line = e.location().map(|l| l.line());
-    let mut message = e.to_string();
-    if let Some(pos) = message.find(" at line ") {
-        message.truncate(pos);
-    }
-    LoadError::new(path, line, message)
-}
-
-/// The 1-based line of a top-level `key:`.
-fn find_key_line(text: &str, key: &str) -> Option<usize> {
-    text.lines()
-        .position(|l| {
-            l.strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with(':'))
-        })
-        .map(|i| i + 1)
 }
 
 #[cfg(test)]

@@ -210,38 +210,31 @@ pub fn run_shim_with_args(args: &[&OsStr], stdin: &str, envs: &[(&str, &OsStr)])
 
 /// Like [`assert_valid_hook_output`], against Codex's `PreToolUse` output schema.
 pub fn assert_valid_pre_tool_use_output(stdout: &str) {
-    if stdout.is_empty() {
-        return;
-    }
-    let line = stdout
-        .strip_suffix('\n')
-        .unwrap_or_else(|| panic!("hook output must end with a newline: {stdout:?}"));
-    assert!(
-        !line.contains('\n'),
-        "hook output must be one line: {stdout:?}"
-    );
-    let value: Value = serde_json::from_str(line)
-        .unwrap_or_else(|e| panic!("hook output is not JSON ({e}): {stdout:?}"));
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
-    let validator = VALIDATOR.get_or_init(|| {
-        jsonschema::validator_for(&fixture(
-            "codex-hook-schemas/pre-tool-use.command.output.schema.json",
-        ))
-        .expect("the Codex PreToolUse output schema compiles")
-    });
-    let errors: Vec<String> = validator
-        .iter_errors(&value)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "hook output {line} is invalid: {errors:?}"
+    assert_valid_output(
+        stdout,
+        &VALIDATOR,
+        "codex-hook-schemas/pre-tool-use.command.output.schema.json",
     );
 }
 
 /// Checks that the shim's stdout is empty or exactly one compact JSON object on one line that
 /// Codex's PostToolUse output schema accepts (it rejects unknown keys).
 pub fn assert_valid_hook_output(stdout: &str) {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    assert_valid_output(
+        stdout,
+        &VALIDATOR,
+        "codex-hook-schemas/post-tool-use.command.output.schema.json",
+    );
+}
+
+/// `stdout` is empty, or one newline-terminated compact JSON line valid against `schema`.
+fn assert_valid_output(
+    stdout: &str,
+    validator: &'static OnceLock<jsonschema::Validator>,
+    schema: &str,
+) {
     if stdout.is_empty() {
         return;
     }
@@ -254,12 +247,9 @@ pub fn assert_valid_hook_output(stdout: &str) {
     );
     let value: Value = serde_json::from_str(line)
         .unwrap_or_else(|e| panic!("hook output is not JSON ({e}): {stdout:?}"));
-    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
-    let validator = VALIDATOR.get_or_init(|| {
-        jsonschema::validator_for(&fixture(
-            "codex-hook-schemas/post-tool-use.command.output.schema.json",
-        ))
-        .expect("the Codex output schema compiles")
+    let validator = validator.get_or_init(|| {
+        jsonschema::validator_for(&fixture(schema))
+            .unwrap_or_else(|e| panic!("the schema {schema} compiles: {e}"))
     });
     let errors: Vec<String> = validator
         .iter_errors(&value)
@@ -267,7 +257,7 @@ pub fn assert_valid_hook_output(stdout: &str) {
         .collect();
     assert!(
         errors.is_empty(),
-        "hook output {line} is invalid: {errors:?}"
+        "hook output {line} is invalid against {schema}: {errors:?}"
     );
 }
 
