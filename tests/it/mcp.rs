@@ -419,3 +419,176 @@ fn agent_tools_call_the_sidecar_and_report_its_errors() {
     let event = codex_add("after-restart", &repo, "src/Printer.kt", ORDER_PRINTER_KT);
     assert_eq!(mcp.hook(&event), BACKEND_KOTLIN_OUTPUT);
 }
+
+/// Fills an `mcp_tool` input template from a hook event as Codex does: a string that is a whole
+/// `"${field}"` placeholder becomes the event's value with its JSON type; a field the event lacks
+/// fails the hook (here: the test).
+fn fill(template: &Value, event: &Value) -> Value {
+    match template {
+        Value::String(text) => {
+            let field = text
+                .strip_prefix("${")
+                .and_then(|t| t.strip_suffix('}'))
+                .unwrap_or_else(|| panic!("not a whole placeholder: {text}"));
+            let value = field
+                .split('.')
+                .try_fold(event, |v, key| v.get(key))
+                .unwrap_or_else(|| panic!("the event lacks {field}: {event}"));
+            value.clone()
+        }
+        Value::Object(members) => Value::Object(
+            members
+                .iter()
+                .map(|(k, v)| (k.clone(), fill(v, event)))
+                .collect(),
+        ),
+        other => panic!("a template holds placeholders and objects only: {other}"),
+    }
+}
+
+/// Whether a JSON value has a TOML form: no `null` anywhere (TOML has none).
+fn toml_representable(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Array(items) => items.iter().all(toml_representable),
+        Value::Object(members) => members.values().all(toml_representable),
+        _ => true,
+    }
+}
+
+#[test]
+fn hooks_install_codex_mcp_writes_a_config_codex_can_read_and_templates_that_carry_the_event() {
+    let (root_dir, root) = test_guidebook_dir();
+    let sidecar = Sidecar::start(&root);
+    let project = root_dir.path().join("project");
+    std::fs::create_dir_all(project.join(".codex")).unwrap();
+    let user_config = "# mine\nmodel = \"gpt-5\"\n\n[mcp_servers.other]\ncommand = \"other\"\n";
+    std::fs::write(project.join(".codex/config.toml"), user_config).unwrap();
+    let project_arg = project.display().to_string();
+    let install = [
+        "hooks",
+        "install",
+        "--codex",
+        "--mcp",
+        "--project",
+        &project_arg,
+    ];
+    let out = sidecar.cli(&install);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // config.toml: the user's text as written, then our server.
+    let config = std::fs::read_to_string(project.join(".codex/config.toml")).unwrap();
+    assert!(config.starts_with(user_config), "{config}");
+    let parsed: toml_edit::DocumentMut = config.parse().expect("config.toml stays TOML");
+    let ours = &parsed["mcp_servers"]["guidebook"];
+    assert_eq!(
+        ours["command"].as_str(),
+        Some(guidebook_exe().to_str().unwrap())
+    );
+    let args: Vec<_> = ours["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str())
+        .collect();
+    assert_eq!(args, [Some("mcp")]);
+
+    // hooks.json: the hooks.json shape, every handler an mcp_tool call on our server whose
+    // input has a TOML form (Codex also reads hooks from config.toml).
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(project.join(".codex/hooks.json")).unwrap())
+            .unwrap();
+    let events = hooks["hooks"].as_object().unwrap();
+    assert_eq!(
+        events.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["PostCompact", "PostToolUse", "PreToolUse", "SessionStart"]
+    );
+    let mut inputs = std::collections::HashMap::new();
+    for (event, groups) in events {
+        for group in groups.as_array().unwrap() {
+            assert!(group["matcher"].is_null() || group["matcher"].is_string());
+            for handler in group["hooks"].as_array().unwrap() {
+                assert_eq!(handler["type"], "mcp_tool");
+                assert_eq!(handler["server"], "guidebook");
+                assert_eq!(handler["tool"], "hook");
+                assert!(handler["timeout"].is_u64());
+                assert!(toml_representable(&handler["input"]), "{handler}");
+                let mut toml_doc = toml_edit::DocumentMut::new();
+                for (key, value) in handler["input"].as_object().unwrap() {
+                    let value = match value {
+                        Value::String(s) => toml_edit::value(s.as_str()),
+                        other => panic!("Codex templates are whole placeholders: {other}"),
+                    };
+                    toml_doc[key.as_str()] = value;
+                }
+                assert!(toml_doc
+                    .to_string()
+                    .parse::<toml_edit::DocumentMut>()
+                    .is_ok());
+                inputs.insert(event.clone(), handler["input"].clone());
+            }
+        }
+    }
+
+    // Each event's template names only fields its Codex event has (filling fails otherwise),
+    // and the filled input makes the hook answer what the shim answers for the whole event.
+    let repo = root_dir.path().join("backend-order");
+    git_repo(&repo, Some(BACKEND_ORDER));
+    let rel = "src/main/kotlin/com/acme/order/OrderPrinter.kt";
+    let mut mcp = McpClient::start(mcp_command(&sidecar), V_2025_06_18);
+    let post = codex_add("templated", &repo, rel, ORDER_PRINTER_KT);
+    let filled = fill(&inputs["PostToolUse"], &post);
+    assert_eq!(mcp.hook(&filled), BACKEND_KOTLIN_OUTPUT);
+    let compact = hook_event("codex_post_compact.json", "templated", &repo);
+    assert_eq!(mcp.hook(&fill(&inputs["PostCompact"], &compact)), "");
+    let shim_event = codex_add("templated-shim", &repo, rel, ORDER_PRINTER_KT);
+    assert_eq!(
+        mcp.hook(&filled),
+        sidecar.hook(&shim_event).stdout,
+        "reset, shown again"
+    );
+    let pre = fixture("hooks/codex_pre_tool_use_apply_patch.json");
+    assert_eq!(mcp.hook(&fill(&inputs["PreToolUse"], &pre)), "");
+    let mut start = compact.clone();
+    start["hook_event_name"] = json!("SessionStart");
+    start["source"] = json!("clear");
+    assert_eq!(mcp.hook(&fill(&inputs["SessionStart"], &start)), "");
+
+    // Idempotent; and the command wiring replaces the MCP one (and back).
+    let hooks_text = std::fs::read_to_string(project.join(".codex/hooks.json")).unwrap();
+    assert!(sidecar.cli(&install).status.success());
+    assert_eq!(
+        std::fs::read_to_string(project.join(".codex/hooks.json")).unwrap(),
+        hooks_text
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join(".codex/config.toml")).unwrap(),
+        config
+    );
+    let command = [
+        "hooks",
+        "install",
+        "--codex",
+        "--project",
+        &project_arg,
+        "--hook-command",
+        "/opt/guidebook-hook",
+    ];
+    assert!(sidecar.cli(&command).status.success());
+    let swapped = std::fs::read_to_string(project.join(".codex/hooks.json")).unwrap();
+    assert!(!swapped.contains("mcp_tool"), "{swapped}");
+    assert_eq!(
+        swapped.matches("/opt/guidebook-hook").count(),
+        4,
+        "{swapped}"
+    );
+    assert!(sidecar.cli(&install).status.success());
+    assert_eq!(
+        std::fs::read_to_string(project.join(".codex/hooks.json")).unwrap(),
+        hooks_text
+    );
+}
