@@ -159,7 +159,6 @@ fn main() {
             t_mcp.push(ms(mcp_time));
         }
     }
-    drop(request);
     drop(to_mcp);
     drop(mcp);
     drop(daemon);
