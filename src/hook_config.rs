@@ -2,9 +2,11 @@
 //!
 //! Both hosts use one shape: `{"hooks": {EVENT: [GROUP, ...]}}` where a GROUP is
 //! `{"matcher"?: REGEX, "hooks": [HANDLER, ...]}` and a HANDLER is
-//! `{"type": "command", "command": CMD, "timeout"?: SECONDS}`. A handler is *ours* when the
-//! first word of its command names a file called `guidebook-hook` (any directory, any
-//! arguments, quoted or not).
+//! `{"type": "command", "command": CMD, "timeout"?: SECONDS}` or, run as a call on a connected
+//! MCP server, `{"type": "mcp_tool", "server": NAME, "tool": TOOL, "input": TEMPLATE}`. A handler
+//! is *ours* when the first word of its command names a file called `guidebook-hook` (any
+//! directory, any arguments, quoted or not), or when it is an `mcp_tool` handler on our server
+//! (`guidebook`). Installing one wiring replaces the other's handlers.
 //!
 //! Nothing of the user's is re-encoded: the document is read as a tree whose leaves are the
 //! original text of each value (`serde_json::value::RawValue`), only the objects and arrays on the
@@ -63,10 +65,193 @@ impl Host {
             ],
         }
     }
+
+    /// Our groups per event when the hooks are `mcp_tool` calls: the same events and tools as
+    /// [`Host::events`], each group with its input template.
+    pub fn mcp_groups(self) -> &'static [(&'static str, &'static [GroupSpec])] {
+        match self {
+            Host::Codex => &[
+                (
+                    "PreToolUse",
+                    &[(Some("^(apply_patch|Bash)$"), CODEX_PRE_TOOL_USE)],
+                ),
+                (
+                    "PostToolUse",
+                    &[(Some("^(apply_patch|Bash)$"), CODEX_POST_TOOL_USE)],
+                ),
+                ("PostCompact", &[(None, CODEX_POST_COMPACT)]),
+                (
+                    "SessionStart",
+                    &[(Some("^(compact|clear)$"), SESSION_START)],
+                ),
+            ],
+            Host::Claude => &[
+                (
+                    "PreToolUse",
+                    &[(Some("Edit|Write|MultiEdit"), CLAUDE_EDIT_GATE)],
+                ),
+                (
+                    "PostToolUse",
+                    &[
+                        (Some("Edit|Write|MultiEdit"), CLAUDE_EDIT),
+                        (Some("Bash"), CLAUDE_BASH),
+                    ],
+                ),
+                ("SessionStart", &[(Some("compact|clear"), SESSION_START)]),
+            ],
+        }
+    }
+
+    /// Our groups for each event under `wiring`.
+    fn groups(self, wiring: &Wiring) -> Vec<(&'static str, Vec<Group>)> {
+        match wiring {
+            Wiring::Command(command) => self
+                .events()
+                .iter()
+                .map(|&(event, matcher)| {
+                    let handler = Handler::Command {
+                        kind: "command",
+                        command: command.clone(),
+                        timeout: TIMEOUT_SECONDS,
+                    };
+                    (
+                        event,
+                        vec![Group {
+                            matcher,
+                            hooks: [handler],
+                        }],
+                    )
+                })
+                .collect(),
+            Wiring::Mcp => self
+                .mcp_groups()
+                .iter()
+                .map(|&(event, specs)| {
+                    let groups = specs
+                        .iter()
+                        .map(|&(matcher, input)| Group {
+                            matcher,
+                            hooks: [Handler::McpTool {
+                                kind: "mcp_tool",
+                                server: MCP_SERVER,
+                                tool: MCP_HOOK_TOOL,
+                                input: TemplateObject(input),
+                                timeout: TIMEOUT_SECONDS,
+                            }],
+                        })
+                        .collect();
+                    (event, groups)
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Seconds the host waits for the shim; the shim itself gives up after 2 s.
 const TIMEOUT_SECONDS: u32 = 5;
+
+/// The name our MCP server is registered under (`[mcp_servers.guidebook]`, `mcpServers`).
+pub const MCP_SERVER: &str = "guidebook";
+/// The tool of our MCP server that the `mcp_tool` hooks call.
+pub const MCP_HOOK_TOOL: &str = "hook";
+
+/// How the hooks reach us.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wiring {
+    /// A command hook running `guidebook-hook` (this command line): a process per hook.
+    Command(String),
+    /// An `mcp_tool` hook calling `guidebook mcp`'s `hook` tool: no process per hook.
+    Mcp,
+}
+
+/// One value of an `mcp_tool` input template: a `"${field}"` placeholder, or an object of them.
+#[derive(Debug)]
+pub enum Template {
+    Field(&'static str),
+    Object(&'static [(&'static str, &'static str)]),
+}
+
+impl Serialize for Template {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Template::Field(placeholder) => s.serialize_str(placeholder),
+            Template::Object(members) => {
+                let mut map = s.serialize_map(Some(members.len()))?;
+                for (key, placeholder) in *members {
+                    map.serialize_entry(key, placeholder)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+/// One of our groups for an event: its matcher and, for `mcp_tool` hooks, the input template.
+/// The template names only fields the event has: Codex fails a hook whose placeholder the event
+/// lacks. A whole-value placeholder keeps its JSON type in Codex, so `"${tool_input}"` passes the
+/// tool's input object. Claude Code documents `${path}` substitution in string values only, so
+/// its templates name the leaves the hook reads (`${tool_input.file_path}`), one group per tool
+/// family so that no template names a field its tools lack.
+pub type GroupSpec = (Option<&'static str>, &'static [(&'static str, Template)]);
+
+const CODEX_PRE_TOOL_USE: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    ("tool_input", Template::Field("${tool_input}")),
+    ("cwd", Template::Field("${cwd}")),
+];
+const CODEX_POST_TOOL_USE: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    ("tool_input", Template::Field("${tool_input}")),
+    ("tool_response", Template::Field("${tool_response}")),
+    ("cwd", Template::Field("${cwd}")),
+];
+/// `PostCompact` carries no `source` nor tool fields; the hook needs only the session.
+const CODEX_POST_COMPACT: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+];
+/// `SessionStart` has `source` (the hook resets on `compact` and `clear`), and no `turn_id`.
+const SESSION_START: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("source", Template::Field("${source}")),
+];
+const CLAUDE_EDIT_GATE: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+];
+const CLAUDE_EDIT: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    (
+        "tool_input",
+        Template::Object(&[("file_path", "${tool_input.file_path}")]),
+    ),
+    ("cwd", Template::Field("${cwd}")),
+];
+const CLAUDE_BASH: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    (
+        "tool_input",
+        Template::Object(&[("command", "${tool_input.command}")]),
+    ),
+    (
+        "tool_response",
+        Template::Object(&[
+            ("stdout", "${tool_response.stdout}"),
+            ("stderr", "${tool_response.stderr}"),
+        ]),
+    ),
+    ("cwd", Template::Field("${cwd}")),
+];
 
 /// Why a configuration text cannot be edited. Nothing is changed in either case.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -81,6 +266,9 @@ pub enum EditError {
     /// JSON, but not the shape hooks live in (say, `hooks` is a list).
     #[error("{0}")]
     Shape(String),
+    /// Codex's `config.toml` is not TOML, or `mcp_servers` in it is not a table.
+    #[error("{0}")]
+    Toml(String),
 }
 
 /// Whether `command` runs `guidebook-hook`: its first word, unquoted, is a path whose file
@@ -98,33 +286,79 @@ pub fn program(command: &str) -> &str {
     }
 }
 
-/// `text` with our entries for `host` installed, running `command`: in each of the host's
+/// `text` with our entries for `host` installed, wired as `wiring`: in each of the host's
 /// events, the first group that holds only our handlers is replaced by ours (so a second install
-/// changes nothing) and any other such group is dropped; a group shared with the user's own
-/// handlers loses our handler and keeps theirs; if no group of ours was there, ours is appended.
-/// Other events, other keys and the user's groups are left as written. An empty text is an empty
-/// document.
-pub fn install(text: &str, host: Host, command: &str) -> Result<String, EditError> {
+/// changes nothing, and installing the other wiring swaps them in place) and any other such
+/// group is dropped; a group shared with the user's own handlers loses our handler and keeps
+/// theirs; if no group of ours was there, ours are appended. Other events, other keys and the
+/// user's groups are left as written. An empty text is an empty document.
+pub fn install(text: &str, host: Host, wiring: &Wiring) -> Result<String, EditError> {
     let mut top = parse_document(text)?;
     let hooks = top.object_member("hooks", "the document")?;
-    for &(event, matcher) in host.events() {
-        let ours = Node::Ours(Group {
-            matcher,
-            hooks: [Handler {
-                kind: "command",
-                command: command.to_string(),
-                timeout: TIMEOUT_SECONDS,
-            }],
-        });
+    for (event, groups) in host.groups(wiring) {
+        let ours: Vec<Node> = groups.into_iter().map(Node::Ours).collect();
         match hooks.member(event) {
-            None => hooks.push(event, Node::Array(vec![ours])),
-            Some(groups) => {
-                let edited = edit_groups(groups, &format!("hooks.{event}"), Some(ours))?;
-                *groups = Node::Array(edited.groups);
+            None => hooks.push(event, Node::Array(ours)),
+            Some(existing) => {
+                let edited = edit_groups(existing, &format!("hooks.{event}"), ours)?;
+                *existing = Node::Array(edited.groups);
             }
         }
     }
     Ok(render(&top, text))
+}
+
+/// `text` (Claude Code's `~/.claude.json` or a project's `.mcp.json`) with our MCP server
+/// `mcpServers.guidebook` set to run `command mcp`; everything else as written.
+pub fn install_mcp_server(text: &str, command: &str) -> Result<String, EditError> {
+    let mut top = parse_document(text)?;
+    let servers = top.object_member("mcpServers", "the document")?;
+    let server = Node::Server(McpServer {
+        kind: "stdio",
+        command: command.to_string(),
+        args: ["mcp"],
+    });
+    match servers.member(MCP_SERVER) {
+        Some(existing) => *existing = server,
+        None => servers.push(MCP_SERVER, server),
+    }
+    Ok(render(&top, text))
+}
+
+/// Codex's `config.toml` text with `[mcp_servers.guidebook]` set to run `command mcp`. The
+/// rest of the file, comments and formatting included, is left as written (`toml_edit`); keys
+/// the user added to our table (`env`, timeouts) are kept.
+pub fn install_codex_mcp_server(text: &str, command: &str) -> Result<String, EditError> {
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| EditError::Toml(format!("not valid TOML: {e}")))?;
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut table = toml_edit::Table::new();
+            // `[mcp_servers.guidebook]` alone, not an empty `[mcp_servers]` above it.
+            table.set_implicit(true);
+            toml_edit::Item::Table(table)
+        })
+        .as_table_like_mut()
+        .ok_or_else(|| EditError::Toml("`mcp_servers` is not a table".into()))?;
+    let ours = servers
+        .entry(MCP_SERVER)
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+        .as_table_like_mut()
+        .ok_or_else(|| EditError::Toml(format!("`mcp_servers.{MCP_SERVER}` is not a table")))?;
+    let args: toml_edit::Array = ["mcp"].into_iter().collect();
+    if ours.get("command").and_then(|c| c.as_str()) != Some(command) {
+        ours.insert("command", toml_edit::value(command));
+    }
+    let args_ok = ours
+        .get("args")
+        .and_then(|a| a.as_array())
+        .is_some_and(|a| a.iter().map(|v| v.as_str()).eq([Some("mcp")]));
+    if !args_ok {
+        ours.insert("args", toml_edit::value(args));
+    }
+    Ok(doc.to_string())
 }
 
 /// `text` without any of our handlers, in any event: groups left empty by that are dropped, and
@@ -141,7 +375,7 @@ pub fn uninstall(text: &str) -> Result<String, EditError> {
     let mut changed = false;
     for (event, groups) in events.iter_mut() {
         let path = format!("hooks.{event}");
-        let edited = edit_groups(groups, &path, None)?;
+        let edited = edit_groups(groups, &path, Vec::new())?;
         if edited.changed {
             changed = true;
             *groups = Node::Array(edited.groups);
@@ -154,7 +388,8 @@ pub fn uninstall(text: &str) -> Result<String, EditError> {
     Ok(render(&top, text))
 }
 
-/// The host's events that hold a handler of ours in `text`, with the commands found.
+/// The host's events that hold a handler of ours in `text`, with the commands found (an
+/// `mcp_tool` handler shows as `mcp_tool guidebook/hook`).
 pub fn installed(text: &str, host: Host) -> Result<Vec<(&'static str, Vec<String>)>, EditError> {
     let value: Value = if text.trim().is_empty() {
         Value::Null
@@ -169,9 +404,13 @@ pub fn installed(text: &str, host: Host) -> Result<Vec<(&'static str, Vec<String
             .flatten()
             .filter_map(|group| group["hooks"].as_array())
             .flatten()
-            .filter_map(|handler| handler["command"].as_str())
-            .filter(|c| is_our_command(c))
-            .map(str::to_string)
+            .filter_map(|handler| match handler["command"].as_str() {
+                Some(c) if is_our_command(c) => Some(c.to_string()),
+                _ if is_our_mcp_tool(handler) => {
+                    Some(format!("mcp_tool {MCP_SERVER}/{MCP_HOOK_TOOL}"))
+                }
+                _ => None,
+            })
             .collect();
         if !commands.is_empty() {
             found.push((event, commands));
@@ -189,6 +428,7 @@ enum Node<'a> {
     Object(Vec<(String, Node<'a>)>),
     Array(Vec<Node<'a>>),
     Ours(Group),
+    Server(McpServer),
 }
 
 /// One of our groups, in the key order the README shows.
@@ -200,11 +440,45 @@ struct Group {
 }
 
 #[derive(Debug, Serialize)]
-struct Handler {
+#[serde(untagged)]
+enum Handler {
+    Command {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        command: String,
+        timeout: u32,
+    },
+    McpTool {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        server: &'static str,
+        tool: &'static str,
+        input: TemplateObject,
+        timeout: u32,
+    },
+}
+
+/// An input template, serialised in its written order.
+#[derive(Debug)]
+struct TemplateObject(&'static [(&'static str, Template)]);
+
+impl Serialize for TemplateObject {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Our entry under Claude Code's `mcpServers`.
+#[derive(Debug, Serialize)]
+struct McpServer {
     #[serde(rename = "type")]
     kind: &'static str,
     command: String,
-    timeout: u32,
+    args: [&'static str; 1],
 }
 
 impl Serialize for Node<'_> {
@@ -226,6 +500,7 @@ impl Serialize for Node<'_> {
                 seq.end()
             }
             Node::Ours(group) => group.serialize(s),
+            Node::Server(server) => server.serialize(s),
         }
     }
 }
@@ -272,7 +547,7 @@ struct Edited<'a> {
 fn edit_groups<'a>(
     groups: &Node<'a>,
     path: &str,
-    mut ours: Option<Node<'a>>,
+    mut ours: Vec<Node<'a>>,
 ) -> Result<Edited<'a>, EditError> {
     let raw = match groups {
         Node::Raw(raw) => *raw,
@@ -298,10 +573,8 @@ fn edit_groups<'a>(
         }
         changed = true;
         if theirs.is_empty() {
-            // A group of ours: the first becomes the current one, the rest go.
-            if let Some(ours) = ours.take() {
-                out.push(ours);
-            }
+            // A group of ours: the first becomes the current ones, the rest go.
+            out.append(&mut ours);
             continue;
         }
         // Shared with the user's handlers: theirs stay under their matcher, ours goes.
@@ -319,9 +592,9 @@ fn edit_groups<'a>(
             .collect();
         out.push(Node::Object(rebuilt));
     }
-    if let Some(ours) = ours {
+    if !ours.is_empty() {
         changed = true;
-        out.push(ours);
+        out.append(&mut ours);
     }
     Ok(Edited {
         groups: out,
@@ -330,10 +603,17 @@ fn edit_groups<'a>(
 }
 
 fn is_our_handler(handler: &RawValue) -> bool {
-    serde_json::from_str::<Value>(handler.get())
-        .ok()
-        .and_then(|h| h.get("command")?.as_str().map(is_our_command))
-        .unwrap_or(false)
+    serde_json::from_str::<Value>(handler.get()).is_ok_and(|h| {
+        h.get("command")
+            .and_then(Value::as_str)
+            .is_some_and(is_our_command)
+            || is_our_mcp_tool(&h)
+    })
+}
+
+/// Whether `handler` is an `mcp_tool` handler on our server (any tool of it).
+fn is_our_mcp_tool(handler: &Value) -> bool {
+    handler["type"] == "mcp_tool" && handler["server"] == MCP_SERVER
 }
 
 // --- Reading and writing text -----------------------------------------------------------------
@@ -462,7 +742,7 @@ mod tests {
 
     #[test]
     fn an_empty_file_gets_our_entries_in_the_documented_order() {
-        let text = install("", Host::Claude, "guidebook-hook").unwrap();
+        let text = install("", Host::Claude, &Wiring::Command("guidebook-hook".into())).unwrap();
         let expected = r#"{
   "hooks": {
     "PreToolUse": [
@@ -506,7 +786,12 @@ mod tests {
 "#;
         assert_eq!(text, expected);
         assert_eq!(
-            install(&text, Host::Claude, "guidebook-hook").unwrap(),
+            install(
+                &text,
+                Host::Claude,
+                &Wiring::Command("guidebook-hook".into())
+            )
+            .unwrap(),
             text
         );
     }
@@ -514,7 +799,7 @@ mod tests {
     #[test]
     fn a_shared_group_keeps_the_users_handlers_and_loses_ours() {
         let text = r#"{"hooks":{"PostToolUse":[{"hooks":[{"type":"command","command":"lint --fix"},{"type":"command","command":"guidebook-hook"}],"matcher":"Edit"}]}}"#;
-        let out = install(text, Host::Claude, CMD).unwrap();
+        let out = install(text, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
         let value: Value = serde_json::from_str(&out).unwrap();
         let groups = value["hooks"]["PostToolUse"].as_array().unwrap();
         assert_eq!(groups.len(), 2, "{out}");
@@ -538,7 +823,7 @@ mod tests {
     ]
   }
 }"#;
-        let out = install(text, Host::Codex, CMD).unwrap();
+        let out = install(text, Host::Codex, &Wiring::Command(CMD.into())).unwrap();
         let value: Value = serde_json::from_str(&out).unwrap();
         let groups = value["hooks"]["SessionStart"].as_array().unwrap();
         assert_eq!(groups.len(), 2);
@@ -553,7 +838,7 @@ mod tests {
     fn uninstall_removes_only_ours_and_leaves_an_untouched_file_alone() {
         let user = r#"{"model": "x", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]}}"#;
         assert_eq!(uninstall(user).unwrap(), user);
-        let installed = install(user, Host::Claude, CMD).unwrap();
+        let installed = install(user, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
         let removed = uninstall(&installed).unwrap();
         let value: Value = serde_json::from_str(&removed).unwrap();
         assert_eq!(value, serde_json::from_str::<Value>(user).unwrap());
@@ -562,7 +847,12 @@ mod tests {
 
     #[test]
     fn refuses_text_it_cannot_edit_and_says_where() {
-        let err = install("{\n  \"hooks\": {,\n}", Host::Codex, CMD).unwrap_err();
+        let err = install(
+            "{\n  \"hooks\": {,\n}",
+            Host::Codex,
+            &Wiring::Command(CMD.into()),
+        )
+        .unwrap_err();
         assert!(
             matches!(
                 err,
@@ -579,19 +869,29 @@ mod tests {
             "{err}"
         );
         assert_eq!(
-            install("[]", Host::Codex, CMD).unwrap_err().to_string(),
+            install("[]", Host::Codex, &Wiring::Command(CMD.into()))
+                .unwrap_err()
+                .to_string(),
             "the document is not a JSON object"
         );
         assert_eq!(
-            install(r#"{"hooks": []}"#, Host::Codex, CMD)
-                .unwrap_err()
-                .to_string(),
+            install(
+                r#"{"hooks": []}"#,
+                Host::Codex,
+                &Wiring::Command(CMD.into())
+            )
+            .unwrap_err()
+            .to_string(),
             "`hooks` in the document is not an object"
         );
         assert_eq!(
-            install(r#"{"hooks": {"PostCompact": {}}}"#, Host::Codex, CMD)
-                .unwrap_err()
-                .to_string(),
+            install(
+                r#"{"hooks": {"PostCompact": {}}}"#,
+                Host::Codex,
+                &Wiring::Command(CMD.into())
+            )
+            .unwrap_err()
+            .to_string(),
             "`hooks.PostCompact` is not an array"
         );
     }
@@ -599,13 +899,13 @@ mod tests {
     #[test]
     fn keeps_tab_indentation() {
         let text = "{\n\t\"model\": \"x\"\n}\n";
-        let out = install(text, Host::Claude, CMD).unwrap();
+        let out = install(text, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
         assert!(out.starts_with("{\n\t\"model\": \"x\",\n\t\"hooks\": {\n\t\t\"PreToolUse\""));
     }
 
     #[test]
     fn reports_what_is_installed() {
-        let text = install("{}", Host::Codex, CMD).unwrap();
+        let text = install("{}", Host::Codex, &Wiring::Command(CMD.into())).unwrap();
         let found = installed(&text, Host::Codex).unwrap();
         assert_eq!(
             found.iter().map(|(e, _)| *e).collect::<Vec<_>>(),
@@ -613,5 +913,68 @@ mod tests {
         );
         assert_eq!(found[0].1, [CMD]);
         assert!(installed("", Host::Claude).unwrap().is_empty());
+    }
+
+    #[test]
+    fn mcp_wiring_swaps_with_the_command_wiring_and_keeps_the_users_handlers() {
+        let user = r#"{"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint"}, {"type": "mcp_tool", "server": "other", "tool": "t"}]}]}}"#;
+        let mcp = install(user, Host::Claude, &Wiring::Mcp).unwrap();
+        let value: Value = serde_json::from_str(&mcp).unwrap();
+        let post = value["hooks"]["PostToolUse"].as_array().unwrap();
+        assert_eq!(post.len(), 3, "{mcp}");
+        assert_eq!(post[1]["matcher"], "Edit|Write|MultiEdit");
+        assert_eq!(
+            post[1]["hooks"][0]["input"]["tool_input"],
+            serde_json::json!({"file_path": "${tool_input.file_path}"})
+        );
+        assert_eq!(post[2]["matcher"], "Bash");
+        assert_eq!(install(&mcp, Host::Claude, &Wiring::Mcp).unwrap(), mcp);
+        let command = install(&mcp, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
+        assert!(!command.contains("\"guidebook\""), "{command}");
+        assert_eq!(installed(&command, Host::Claude).unwrap().len(), 3);
+        assert_eq!(
+            installed(&mcp, Host::Claude).unwrap()[1].1,
+            ["mcp_tool guidebook/hook", "mcp_tool guidebook/hook"]
+        );
+        // Uninstall removes both wirings and leaves the user's handlers as written.
+        let removed: Value = serde_json::from_str(&uninstall(&mcp).unwrap()).unwrap();
+        assert_eq!(removed, serde_json::from_str::<Value>(user).unwrap());
+    }
+
+    #[test]
+    fn the_mcp_server_entry_is_set_in_json_and_toml_as_written() {
+        let json = install_mcp_server(
+            r#"{"numStartups": 3, "mcpServers": {"x": {"command": "x"}}}"#,
+            "/bin/guidebook",
+        )
+        .unwrap();
+        let value: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            value["mcpServers"]["guidebook"],
+            serde_json::json!({"type": "stdio", "command": "/bin/guidebook", "args": ["mcp"]})
+        );
+        assert_eq!(value["mcpServers"]["x"]["command"], "x");
+        assert_eq!(install_mcp_server(&json, "/bin/guidebook").unwrap(), json);
+
+        let toml = "# keep me\n[mcp_servers.guidebook]\ncommand = \"/old\"\nenv = { A = \"1\" }\n";
+        let edited = install_codex_mcp_server(toml, "/bin/guidebook").unwrap();
+        assert_eq!(
+            edited,
+            "# keep me\n[mcp_servers.guidebook]\ncommand = \"/bin/guidebook\"\nenv = { A = \"1\" }\nargs = [\"mcp\"]\n"
+        );
+        assert_eq!(
+            install_codex_mcp_server(&edited, "/bin/guidebook").unwrap(),
+            edited
+        );
+        assert!(install_codex_mcp_server("a = [", "/g")
+            .unwrap_err()
+            .to_string()
+            .starts_with("not valid TOML"));
+        assert_eq!(
+            install_codex_mcp_server("mcp_servers = 1\n", "/g")
+                .unwrap_err()
+                .to_string(),
+            "`mcp_servers` is not a table"
+        );
     }
 }

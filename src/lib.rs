@@ -22,6 +22,8 @@
 //! - [`service`]: the systemd units and launchd agent `guidebook service install` writes.
 //! - [`hook_config`]: our entries in Codex's `hooks.json` and Claude Code's `settings.json`,
 //!   merged in and out of the user's text without re-encoding the rest.
+//! - [`mcp`]: `guidebook mcp`, the MCP server on stdio: the shim's hook as a tool, and tools for
+//!   agents; talks to the sidecar over kept-alive connections.
 //! - [`breaker`]: the circuit breaker: a pure state machine over check runs, persisted through
 //!   the store.
 //! - [`store`]: the only module that runs SQL: pool, schema, presentation and breaker state.
@@ -37,6 +39,7 @@ pub mod flags;
 pub mod guidebook;
 pub mod hook_config;
 pub mod language;
+pub mod mcp;
 pub mod prompt;
 pub mod repo;
 pub mod rpc;

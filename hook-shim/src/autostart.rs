@@ -1,4 +1,4 @@
-//! Starts the sidecar on demand: when nothing listens on the socket, one shim starts `guidebook serve` detached and every shim waits for it, all within the shim's deadline. Reads: the socket, the environment (`ADAPTIVE_GUIDEBOOK_BIN`, `PATH`). Writes: `<socket>.start.lock`, the sidecar's log next to the socket.
+//! Starts the sidecar on demand: when nothing listens on the socket, one caller (a shim, or `guidebook mcp`) starts `guidebook serve` detached and every other waits for it, all within the caller's deadline. Reads: the socket, the environment (`ADAPTIVE_GUIDEBOOK_BIN`, `PATH`). Writes: `<socket>.start.lock`, the sidecar's log next to the socket.
 //!
 //! Many hooks fire at once (parallel tool calls, several agents), so many shims can find the
 //! socket missing at the same moment. An exclusive `flock` on `<socket>.start.lock` elects the
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use guidebook_hook::client::{self, ClientError};
+use crate::client::{self, ClientError};
 
 /// How often a waiting shim tries the socket again. A cold start takes most of a second, so a
 /// few dozen tries at most.
@@ -24,11 +24,13 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// Connects to the sidecar on `socket`. When `autostart` is on and nothing listens there (the
 /// socket is missing, or a crash left it behind and connecting is refused), starts the sidecar
-/// or waits for the shim that is starting it, until `deadline`.
+/// or waits for the one that is starting it, until `deadline`. What went wrong, and a start,
+/// are told to `report`.
 pub fn connect(
     socket: &Path,
     deadline: Instant,
     autostart: bool,
+    report: &mut dyn FnMut(&str),
 ) -> Result<UnixStream, ClientError> {
     let refused = match client::connect(socket, deadline) {
         Err(ClientError::Connect(e)) if autostart && nobody_listens(&e) => e,
@@ -37,7 +39,7 @@ pub fn connect(
     let lock = match open_start_lock(socket) {
         Ok(lock) => lock,
         Err(e) => {
-            diag!("cannot start the sidecar: {e}");
+            report(&format!("cannot start the sidecar: {e}"));
             return Err(ClientError::Connect(refused));
         }
     };
@@ -53,15 +55,18 @@ pub fn connect(
                         Err(ClientError::Connect(e)) if nobody_listens(&e) => {}
                         other => return other,
                     }
-                    if let Err(e) = spawn_daemon(socket) {
-                        diag!("cannot start the sidecar: {e}");
+                    if let Err(e) = spawn_daemon(socket, report) {
+                        report(&format!("cannot start the sidecar: {e}"));
                         return Err(ClientError::Connect(refused));
                     }
                     starting = true;
                 }
                 Err(TryLockError::WouldBlock) => {}
                 Err(TryLockError::Error(e)) => {
-                    diag!("cannot lock {}: {e}", start_lock_path(socket).display());
+                    report(&format!(
+                        "cannot lock {}: {e}",
+                        start_lock_path(socket).display()
+                    ));
                     return Err(ClientError::Connect(refused));
                 }
             }
@@ -124,11 +129,11 @@ fn open_start_lock(socket: &Path) -> io::Result<File> {
 /// agent's Ctrl-C or a kill of the hook's group does not reach it), `/` as its working
 /// directory (so it never pins a project directory). Its settings come from the inherited
 /// environment; `--socket` makes it listen where this shim looks, whatever `config.yaml` says.
-fn spawn_daemon(socket: &Path) -> io::Result<()> {
+fn spawn_daemon(socket: &Path, report: &mut dyn FnMut(&str)) -> io::Result<()> {
     let daemon = find_daemon().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
-            "no `guidebook` binary next to guidebook-hook, in $ADAPTIVE_GUIDEBOOK_BIN or on PATH",
+            "no `guidebook` binary next to this program, in $ADAPTIVE_GUIDEBOOK_BIN or on PATH",
         )
     })?;
     let log_path = log_path(socket);
@@ -151,23 +156,28 @@ fn spawn_daemon(socket: &Path) -> io::Result<()> {
         .map_err(|e| with_path(e, "running", &daemon))?;
     // One line per start in the daemon's own log says who started it and how to find it. The
     // child is not waited for: it outlives this process and is reaped by whoever inherits it.
+    let starter = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "guidebook-hook".to_owned());
     let _ = writeln!(
         log,
-        "guidebook-hook: started `{} serve --socket {}` (pid {})",
+        "{starter}: started `{} serve --socket {}` (pid {})",
         daemon.display(),
         socket.display(),
         child.id()
     );
-    diag!(
+    report(&format!(
         "started the sidecar (pid {}); its log is {}",
         child.id(),
         log_path.display()
-    );
+    ));
     Ok(())
 }
 
-/// The `guidebook` binary: `$ADAPTIVE_GUIDEBOOK_BIN` if set, else the one next to this shim
-/// (both are installed together), else the first on `PATH`.
+/// The `guidebook` binary: `$ADAPTIVE_GUIDEBOOK_BIN` if set, else the one next to the running
+/// program (the shim and `guidebook` are installed together; `guidebook mcp` finds itself),
+/// else the first on `PATH`.
 fn find_daemon() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("ADAPTIVE_GUIDEBOOK_BIN").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(bin));

@@ -1,4 +1,4 @@
-//! A blocking HTTP/1.1 client for one JSON-RPC call on the sidecar's Unix socket, bounded by a deadline. Reads and writes: the socket.
+//! A blocking HTTP/1.1 client for JSON-RPC calls on the sidecar's Unix socket, each bounded by a deadline: one call per connection ([`post`]) or many on a kept-alive one ([`post_keep_alive`]). Reads and writes: the socket.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -22,6 +22,9 @@ pub enum ClientError {
     Http(&'static str),
     /// The sidecar answered with a status other than 200.
     Status(u16),
+    /// The sidecar closed a kept-alive connection without answering (it was restarted, say);
+    /// the request can be sent again on a new connection.
+    Closed,
 }
 
 impl fmt::Display for ClientError {
@@ -32,6 +35,7 @@ impl fmt::Display for ClientError {
             ClientError::Io(e) => write!(f, "talking to the sidecar failed: {e}"),
             ClientError::Http(why) => write!(f, "bad HTTP response from the sidecar: {why}"),
             ClientError::Status(code) => write!(f, "the sidecar answered HTTP {code}"),
+            ClientError::Closed => write!(f, "the sidecar closed the connection without answering"),
         }
     }
 }
@@ -62,14 +66,37 @@ pub fn connect(socket: &Path, deadline: Instant) -> Result<UnixStream, ClientErr
 }
 
 /// Sends `body` as `POST /` and returns the body of a 200 response, all before `deadline`.
+/// The request asks the sidecar to close the connection after its answer.
 pub fn post(
     stream: &mut UnixStream,
     body: &str,
     deadline: Instant,
 ) -> Result<Vec<u8>, ClientError> {
+    exchange(stream, body, deadline, false)
+}
+
+/// Like [`post`], but the connection stays open for the next call: the answer is complete
+/// when its `Content-Length` (or last chunk) has arrived, not at end of file. A connection the
+/// sidecar closed in the meantime fails with [`ClientError::Closed`] (or an I/O error on the
+/// write) before anything was answered, and the caller may retry on a new one.
+pub fn post_keep_alive(
+    stream: &mut UnixStream,
+    body: &str,
+    deadline: Instant,
+) -> Result<Vec<u8>, ClientError> {
+    exchange(stream, body, deadline, true)
+}
+
+fn exchange(
+    stream: &mut UnixStream,
+    body: &str,
+    deadline: Instant,
+    keep_alive: bool,
+) -> Result<Vec<u8>, ClientError> {
+    let connection = if keep_alive { "keep-alive" } else { "close" };
     let request = format!(
         "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         Content-Length: {}\r\nConnection: {connection}\r\n\r\n{body}",
         body.len()
     );
     stream
@@ -89,6 +116,9 @@ pub fn post(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(io_error(e)),
         };
+        if read == 0 && buffer.is_empty() && keep_alive {
+            return Err(ClientError::Closed);
+        }
         buffer.extend_from_slice(&chunk[..read]);
         if buffer.len() > MAX_RESPONSE_BYTES {
             return Err(ClientError::Http("response too large"));

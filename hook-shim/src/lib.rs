@@ -1,7 +1,7 @@
-//! The host-protocol adapter: hook event JSON in, what to ask the sidecar, hook output JSON out (Codex, Claude Code), plus the blocking client that asks it. Only `client` does I/O.
+//! The host-protocol adapter: hook event JSON in, what to ask the sidecar, hook output JSON out (Codex, Claude Code), plus the blocking client that asks it and the autostart that starts it. Only `client` and `autostart` do I/O.
 //!
-//! One implementation of the hook logic, shared by the `guidebook-hook` binary and by anything
-//! else that speaks to agent hosts (an MCP server, say).
+//! One implementation of the hook logic ([`hook::handle_event`]), shared by the
+//! `guidebook-hook` binary and by `guidebook mcp`'s `hook` tool.
 //!
 //! # Layout
 //!
@@ -15,17 +15,25 @@
 //! - [`breaker`]: the circuit breaker's hook: a check run for `recordError`, the `PreToolUse`
 //!   gate of a halted session, and their outputs.
 //!
-//! - `client`: the blocking HTTP/1.1 JSON-RPC client on the Unix socket, bounded by a deadline;
-//!   shared with the `guidebook` CLI.
+//! - [`hook`]: [`hook::handle_event`], the whole hook over a [`hook::SidecarLink`]: plan, ask,
+//!   render.
+//!
+//! - `client`: the blocking HTTP/1.1 JSON-RPC client on the Unix socket, bounded by a deadline,
+//!   one call per connection or many on a kept-alive one; shared with the `guidebook` CLI.
+//! - [`autostart`]: connect, or start `guidebook serve` when nothing listens (one starter per
+//!   socket, elected by a lock), within the caller's deadline.
 //!
 //! The binary adds `src/main.rs` (arguments, environment, stdin, stdout).
 //!
-//! **Invariant:** nothing in this library but `client` performs I/O, and nothing reads the
-//! environment, so every decision the hook makes can be tested from JSON alone.
+//! **Invariant:** nothing in this library but `client` and `autostart` performs I/O, and only
+//! `autostart` reads the environment (to find the `guidebook` binary), so every decision the
+//! hook makes can be tested from JSON alone.
 
+pub mod autostart;
 pub mod breaker;
 pub mod checks;
 pub mod client;
+pub mod hook;
 mod output;
 mod patch;
 mod paths;

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use guidebook_hook::breaker::{self, plan_breaker};
-use guidebook_hook::{client, parse_response, plan, request_body, Action, CallLimits};
+use guidebook_hook::autostart;
+use guidebook_hook::client::{self, ClientError};
+use guidebook_hook::hook::{HookPlan, SidecarLink};
 
 const DEFAULT_TIMEOUT_MS: u64 = 2000;
 /// The token budget for the guideline text one hook injects. Codex shows the model only a
@@ -54,9 +55,6 @@ macro_rules! diag {
     };
 }
 
-// Declared after `diag!` so that the module can use it.
-mod autostart;
-
 fn main() {
     let started = Instant::now();
     // A panic must not reach the host as a crash: report it in one line and exit 0.
@@ -88,59 +86,59 @@ fn run(started: Instant) {
             return;
         }
     };
-    let action = plan(&event);
-    let breaker_action = plan_breaker(&event);
-    if action == Action::Nothing && breaker_action.is_none() {
+    let Some(hook) = HookPlan::of(&event) else {
         return;
-    }
+    };
     let Some(socket) = socket_flag.or_else(default_socket) else {
         diag!("no socket: set --socket, ADAPTIVE_GUIDEBOOK_SOCKET or HOME");
         return;
     };
     let autostart = std::env::var_os("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART").is_none_or(|v| v != "1");
-    let exchange = || -> Result<Vec<u8>, client::ClientError> {
-        let mut stream = autostart::connect(&socket, deadline, autostart)?;
-        // The deadline is measured at the moment of sending, after stdin and the connect.
-        let left = deadline.saturating_duration_since(Instant::now());
-        let limits = CallLimits {
-            deadline_ms: millis(left.saturating_sub(DEADLINE_MARGIN)),
-            max_tokens,
-        };
-        let body = request_body(&action, 1, &limits).unwrap_or_default();
-        client::post(&mut stream, &body, deadline)
+    let mut link = ShimLink {
+        socket,
+        deadline,
+        autostart,
     };
-    let search = if action == Action::Nothing {
-        None
-    } else {
-        match exchange().map(|body| parse_response(&body)) {
-            Ok(Ok(result)) => Some(result),
-            Ok(Err(e)) => {
-                diag!("{e}");
-                None
-            }
-            Err(e) => {
-                diag!("{e} ({})", socket.display());
-                None
-            }
-        }
-    };
-    // The circuit breaker's calls, each on a connection of its own (the client asks the
-    // sidecar to close after one answer).
-    let verdict = match &breaker_action {
-        Some(breaker_action) => {
-            let mut send = |body: &str| {
-                let exchange = client::connect(&socket, deadline)
-                    .and_then(|mut stream| client::post(&mut stream, body, deadline));
-                exchange
-                    .map_err(|e| diag!("{e} ({})", socket.display()))
-                    .ok()
-            };
-            breaker::ask(breaker_action, &mut send)
-        }
-        None => breaker::BreakerVerdict::Nothing,
-    };
-    if let Some(line) = breaker::render_hook(&action, search.as_ref(), &verdict) {
+    if let Some(line) = hook.run(max_tokens, &mut link) {
         print_line(&line, deadline);
+    }
+}
+
+/// The shim's way to the sidecar: a connection of its own per call (the client asks the
+/// sidecar to close after one answer), all within the run's deadline.
+struct ShimLink {
+    socket: PathBuf,
+    deadline: Instant,
+    autostart: bool,
+}
+
+impl SidecarLink for ShimLink {
+    fn exchange(
+        &mut self,
+        body: &dyn Fn(u64) -> String,
+        may_start: bool,
+    ) -> Result<Vec<u8>, ClientError> {
+        let connected = if may_start {
+            autostart::connect(
+                &self.socket,
+                self.deadline,
+                self.autostart,
+                &mut |problem| diag!("{problem}"),
+            )
+        } else {
+            client::connect(&self.socket, self.deadline)
+        };
+        let exchanged = connected.and_then(|mut stream| {
+            // The deadline is measured at the moment of sending, after stdin and the connect.
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            let body = body(millis(left.saturating_sub(DEADLINE_MARGIN)));
+            client::post(&mut stream, &body, self.deadline)
+        });
+        exchanged.inspect_err(|e| diag!("{e} ({})", self.socket.display()))
+    }
+
+    fn report(&mut self, problem: &str) {
+        diag!("{problem}");
     }
 }
 

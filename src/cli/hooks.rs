@@ -1,4 +1,4 @@
-//! `guidebook hooks install|uninstall --codex|--claude [--project DIR] [--print]`: merges our hook entries into (or out of) Codex's `hooks.json` and Claude Code's `settings.json`. Reads: those files, the environment (`HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `PATH`). Writes: those files, atomically, after a `.bak` copy.
+//! `guidebook hooks install|uninstall --codex|--claude [--mcp] [--project DIR] [--print]`: merges our hook entries into (or out of) Codex's `hooks.json` and Claude Code's `settings.json`; with `--mcp`, `mcp_tool` hooks and our MCP server in Codex's `config.toml` or Claude Code's `~/.claude.json` / `.mcp.json`. Reads: those files, the environment (`HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `PATH`). Writes: those files, atomically, after a `.bak` copy.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Args, Subcommand};
 
 use super::CliError;
-use crate::hook_config::{self, Host, HOOK_PROGRAM};
+use crate::hook_config::{self, Host, Wiring, HOOK_PROGRAM};
 
 #[derive(Debug, Subcommand)]
 pub enum HooksCommand {
@@ -19,8 +19,13 @@ pub enum HooksCommand {
         target: Target,
         /// The command the hooks run [default: the guidebook-hook next to this binary, else
         /// the one on PATH]
-        #[arg(long, value_name = "CMD")]
+        #[arg(long, value_name = "CMD", conflicts_with = "mcp")]
         hook_command: Option<String>,
+        /// Wire the hooks as `mcp_tool` calls on `guidebook mcp` (no process per hook) instead
+        /// of commands, and register that MCP server: Codex's config.toml, Claude Code's
+        /// ~/.claude.json (or DIR/.mcp.json with --project).
+        #[arg(long)]
+        mcp: bool,
     },
     /// Remove every guidebook-hook entry from the agents' hook configuration.
     Uninstall {
@@ -62,16 +67,18 @@ impl Target {
 }
 
 pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
-    let (target, hook_command) = match command {
+    let (target, wiring) = match command {
         HooksCommand::Install {
             target,
             hook_command,
+            mcp,
         } => {
-            let command = match hook_command {
-                Some(c) => c,
-                None => default_hook_command(),
+            let wiring = match (mcp, hook_command) {
+                (true, _) => Wiring::Mcp,
+                (false, Some(c)) => Wiring::Command(c),
+                (false, None) => Wiring::Command(default_hook_command()),
             };
-            (target, Some(command))
+            (target, Some(wiring))
         }
         HooksCommand::Uninstall { target } => (target, None),
     };
@@ -83,54 +90,114 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     }
     for host in hosts {
         let path = config_file(host, target.project.as_deref())?;
-        let original = read_config(&path)?;
-        let edited = match &hook_command {
-            Some(command) => hook_config::install(&original, host, command),
-            None => hook_config::uninstall(&original),
-        }
-        .map_err(|e| {
-            // A syntax error starts with its line and column, which read as part of the path.
-            let separator = match e {
-                hook_config::EditError::Syntax { .. } => ":",
-                hook_config::EditError::Shape(_) => ": ",
-            };
-            CliError::Usage(format!(
-                "{}{separator}{e}; nothing was changed",
-                path.display()
-            ))
-        })?;
-        if target.print {
-            print!("{edited}");
-            continue;
-        }
-        let verb = if hook_command.is_some() {
-            "installed in"
-        } else {
-            "removed from"
+        let edit = |original: &str| match &wiring {
+            Some(wiring) => hook_config::install(original, host, wiring),
+            None => hook_config::uninstall(original),
         };
-        if edited == original {
-            println!(
-                "{}: up to date, nothing to change in {}",
-                host.name(),
-                path.display()
-            );
-            continue;
-        }
-        let backup = write_atomically(&path, &edited).map_err(|source| CliError::Io {
-            doing: format!("writing {}", path.display()),
-            source,
-        })?;
-        match backup {
-            Some(backup) => println!(
-                "{}: hooks {verb} {} (previous version: {})",
-                host.name(),
-                path.display(),
-                backup.display()
-            ),
-            None => println!("{}: hooks {verb} {}", host.name(), path.display()),
+        let verb = if wiring.is_some() {
+            "hooks installed in"
+        } else {
+            "hooks removed from"
+        };
+        apply(host, &path, edit, verb, target.print)?;
+        if wiring == Some(Wiring::Mcp) {
+            let server_path = mcp_server_file(host, target.project.as_deref())?;
+            let command = mcp_server_command()?;
+            let edit = |original: &str| match host {
+                Host::Codex => hook_config::install_codex_mcp_server(original, &command),
+                Host::Claude => hook_config::install_mcp_server(original, &command),
+            };
+            if target.print {
+                println!("--- {}", server_path.display());
+            }
+            apply(
+                host,
+                &server_path,
+                edit,
+                "MCP server `guidebook` set in",
+                target.print,
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Edits the file at `path` with `edit` and writes it (or prints it, with `print`), saying what
+/// was done.
+fn apply(
+    host: Host,
+    path: &Path,
+    edit: impl Fn(&str) -> Result<String, hook_config::EditError>,
+    verb: &str,
+    print: bool,
+) -> Result<(), CliError> {
+    let original = read_config(path)?;
+    let edited = edit(&original).map_err(|e| {
+        // A syntax error starts with its line and column, which read as part of the path.
+        let separator = match e {
+            hook_config::EditError::Syntax { .. } => ":",
+            _ => ": ",
+        };
+        CliError::Usage(format!(
+            "{}{separator}{e}; nothing was changed",
+            path.display()
+        ))
+    })?;
+    if print {
+        print!("{edited}");
+        return Ok(());
+    }
+    if edited == original {
+        println!(
+            "{}: up to date, nothing to change in {}",
+            host.name(),
+            path.display()
+        );
+        return Ok(());
+    }
+    let backup = write_atomically(path, &edited).map_err(|source| CliError::Io {
+        doing: format!("writing {}", path.display()),
+        source,
+    })?;
+    match backup {
+        Some(backup) => println!(
+            "{}: {verb} {} (previous version: {})",
+            host.name(),
+            path.display(),
+            backup.display()
+        ),
+        None => println!("{}: {verb} {}", host.name(), path.display()),
+    }
+    Ok(())
+}
+
+/// Where `host` reads MCP servers from: Codex's `config.toml` beside its `hooks.json`; Claude
+/// Code's `.mcp.json` in the project, or its user file `~/.claude.json`
+/// (`$CLAUDE_CONFIG_DIR/.claude.json`).
+pub fn mcp_server_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliError> {
+    match (host, project) {
+        (Host::Codex, _) => Ok(config_file(host, project)?.with_file_name("config.toml")),
+        (Host::Claude, Some(project)) => Ok(project.join(".mcp.json")),
+        (Host::Claude, None) => {
+            if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+                return Ok(PathBuf::from(dir).join(".claude.json"));
+            }
+            let home = std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| CliError::Usage("HOME is not set: give --project DIR".into()))?;
+            Ok(PathBuf::from(home).join(".claude.json"))
+        }
+    }
+}
+
+/// The `guidebook` the MCP server entry runs: this binary, by its absolute path (hosts start
+/// MCP servers without a shell, so it is not quoted).
+fn mcp_server_command() -> Result<String, CliError> {
+    let exe = std::env::current_exe().map_err(|source| CliError::Io {
+        doing: "finding this binary's path".into(),
+        source,
+    })?;
+    Ok(exe.display().to_string())
 }
 
 /// The file holding `host`'s hooks: the project's, or the user's.

@@ -8,6 +8,7 @@ mod doctor;
 mod explain;
 mod flags;
 mod hooks;
+mod mcp;
 mod prompt;
 mod search;
 mod serve;
@@ -115,6 +116,9 @@ pub enum Command {
         #[command(subcommand)]
         command: breaker::BreakerCommand,
     },
+    /// Serve MCP on stdio (one process per agent session): the `hook` tool for the agents'
+    /// `mcp_tool` hooks, and guideline, prompt and breaker tools for agents to call.
+    Mcp,
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -220,5 +224,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
             },
         ),
         Command::Breaker { command } => breaker::run(&settings, command),
+        Command::Mcp => mcp::run(&settings),
     }
 }

@@ -14,6 +14,7 @@ mod harness;
 mod hook;
 mod hooks_install;
 mod lifecycle;
+mod mcp;
 mod openrpc;
 mod presentation;
 mod reload;

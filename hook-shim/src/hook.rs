@@ -1,0 +1,199 @@
+//! The whole hook, once: one event in, the questions it needs asked of the sidecar, the one line to print. Reads: the event JSON and the sidecar's answers, through the caller's [`SidecarLink`]. Writes: nothing.
+//!
+//! `guidebook-hook` (a process per hook, a fresh connection per call) and `guidebook mcp` (one
+//! process per agent session, a kept-alive connection) both call [`handle_event`]; they differ
+//! only in how a request body reaches the sidecar. So a `tools/call hook` answers exactly what
+//! the command hook prints for the same event.
+
+use serde_json::Value;
+
+use crate::breaker::{self, plan_breaker, BreakerAction, BreakerVerdict};
+use crate::client::ClientError;
+use crate::plan::{plan, Action};
+use crate::rpc::{parse_response, request_body, CallLimits};
+
+/// How the hook reaches the sidecar: one JSON-RPC exchange per call.
+pub trait SidecarLink {
+    /// Sends one request body and returns the response body. `body` builds the request from
+    /// the caller's remaining patience in milliseconds (for `deadlineMs`), measured when the
+    /// request is about to be sent, after any connect. `may_start` is true for the event's
+    /// first question (its `search` or `resetSession`): only that one may start a sidecar
+    /// that is not running.
+    fn exchange(
+        &mut self,
+        body: &dyn Fn(u64) -> String,
+        may_start: bool,
+    ) -> Result<Vec<u8>, ClientError>;
+
+    /// Reports a problem that costs the agent its answer (the hook itself stays silent).
+    fn report(&mut self, problem: &str);
+}
+
+/// What one hook event needs from the sidecar: the main question (guidelines, or a reset)
+/// and the circuit breaker's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookPlan {
+    pub action: Action,
+    pub breaker: Option<BreakerAction>,
+}
+
+impl HookPlan {
+    /// The plan for `event`, or `None` when the hook has nothing to ask and prints nothing.
+    pub fn of(event: &Value) -> Option<HookPlan> {
+        let action = plan(event);
+        let breaker = plan_breaker(event);
+        if action == Action::Nothing && breaker.is_none() {
+            None
+        } else {
+            Some(HookPlan { action, breaker })
+        }
+    }
+
+    /// Asks the sidecar what the plan needs and returns the line the hook prints (without its
+    /// newline), or `None` for no output. `max_tokens` is the guideline text's budget. Every
+    /// failure is reported through `link` and ends in silence, never in an error for the agent.
+    pub fn run(&self, max_tokens: Option<u64>, link: &mut dyn SidecarLink) -> Option<String> {
+        let search = match self.action {
+            Action::Nothing => None,
+            _ => {
+                let action = &self.action;
+                let body = |deadline_ms: u64| {
+                    let limits = CallLimits {
+                        deadline_ms,
+                        max_tokens,
+                    };
+                    request_body(action, 1, &limits).unwrap_or_default()
+                };
+                match link.exchange(&body, true) {
+                    Ok(response) => match parse_response(&response) {
+                        Ok(result) => Some(result),
+                        Err(e) => {
+                            link.report(&e.to_string());
+                            None
+                        }
+                    },
+                    // The link reports its own failures: it knows where it was connecting.
+                    Err(_) => None,
+                }
+            }
+        };
+        let verdict = match &self.breaker {
+            Some(breaker_action) => {
+                let mut send = |body: &str| link.exchange(&|_| body.to_owned(), false).ok();
+                breaker::ask(breaker_action, &mut send)
+            }
+            None => BreakerVerdict::Nothing,
+        };
+        breaker::render_hook(&self.action, search.as_ref(), &verdict)
+    }
+}
+
+/// The line a hook prints for `event` (without its newline), or `None` for no output:
+/// [`HookPlan::of`] then [`HookPlan::run`].
+pub fn handle_event(
+    event: &Value,
+    max_tokens: Option<u64>,
+    link: &mut dyn SidecarLink,
+) -> Option<String> {
+    HookPlan::of(event)?.run(max_tokens, link)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A sidecar that answers from a script and remembers what it was asked.
+    struct Scripted {
+        answers: Vec<Result<String, ()>>,
+        asked: Vec<(String, bool)>,
+        reports: Vec<String>,
+    }
+
+    impl SidecarLink for Scripted {
+        fn exchange(
+            &mut self,
+            body: &dyn Fn(u64) -> String,
+            may_start: bool,
+        ) -> Result<Vec<u8>, ClientError> {
+            self.asked.push((body(1234), may_start));
+            match self.answers.remove(0) {
+                Ok(answer) => Ok(answer.into_bytes()),
+                Err(()) => Err(ClientError::TimedOut),
+            }
+        }
+        fn report(&mut self, problem: &str) {
+            self.reports.push(problem.to_owned());
+        }
+    }
+
+    fn scripted(answers: Vec<Result<&str, ()>>) -> Scripted {
+        Scripted {
+            answers: answers.into_iter().map(|a| a.map(str::to_owned)).collect(),
+            asked: Vec::new(),
+            reports: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_event_with_nothing_to_ask_asks_nothing() {
+        let mut link = scripted(vec![]);
+        let event =
+            json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Read"});
+        assert_eq!(handle_event(&event, None, &mut link), None);
+        assert!(link.asked.is_empty());
+    }
+
+    #[test]
+    fn a_search_sends_the_deadline_measured_by_the_link_and_renders_the_answer() {
+        let mut link = scripted(vec![Ok(
+            r#"{"jsonrpc":"2.0","id":1,"result":[{"id":"a","content":"Do A.\n"}]}"#,
+        )]);
+        let event = json!({"session_id": "s", "hook_event_name": "PostToolUse",
+            "tool_name": "Write", "tool_input": {"file_path": "/p/a.py"}});
+        let line = handle_event(&event, Some(2000), &mut link).unwrap();
+        assert_eq!(
+            line,
+            r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"Adaptive Guidebook guidelines relevant to the latest changes:\n\n[a]\nDo A."}}"#
+        );
+        assert_eq!(
+            link.asked,
+            [(
+                r#"{"jsonrpc":"2.0","id":1,"method":"search","params":{"sessionId":"s","filepaths":["/p/a.py"],"deadlineMs":1234,"maxTokens":2000}}"#.to_owned(),
+                true
+            )]
+        );
+    }
+
+    #[test]
+    fn failures_are_silent_and_sidecar_errors_are_reported() {
+        let event =
+            json!({"session_id": "s", "hook_event_name": "SessionStart", "source": "clear"});
+        let mut down = scripted(vec![Err(())]);
+        assert_eq!(handle_event(&event, None, &mut down), None);
+        let mut refusing = scripted(vec![Ok(
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}"#,
+        )]);
+        assert_eq!(handle_event(&event, None, &mut refusing), None);
+        assert_eq!(refusing.reports, ["sidecar error -32602: no"]);
+    }
+
+    #[test]
+    fn a_gate_asks_the_breaker_without_starting_a_sidecar() {
+        let mut link = scripted(vec![Ok(
+            r#"[{"jsonrpc":"2.0","id":1,"result":true},{"jsonrpc":"2.0","id":2,"result":{"state":"halt","reason":"Stop."}}]"#,
+        )]);
+        let event = json!({"session_id": "s", "hook_event_name": "PreToolUse",
+            "tool_name": "apply_patch", "tool_input": {"command": "*** Begin Patch\n*** End Patch\n"}});
+        let line = handle_event(&event, None, &mut link).unwrap();
+        assert_eq!(
+            line,
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"Stop."}}"#
+        );
+        assert_eq!(link.asked.len(), 1);
+        assert!(
+            !link.asked[0].1,
+            "the breaker's calls never start a sidecar"
+        );
+    }
+}

@@ -1,0 +1,49 @@
+//! `guidebook mcp`: runs the MCP server on stdio for one agent session. Reads: the environment (`ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS`, `ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS`, `ADAPTIVE_GUIDEBOOK_NO_AUTOSTART`), the settings for the socket.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::CliError;
+use crate::config::Settings;
+use crate::mcp::link::Sidecar;
+use crate::mcp::{self, GuidebookMcp, McpOptions};
+
+/// The shim's defaults, so that both wirings behave the same.
+const DEFAULT_HOOK_TIMEOUT_MS: u64 = 2000;
+const DEFAULT_MAX_TOKENS: u64 = 2000;
+const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+/// The agent tools wait as long as the CLI does.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub fn run(settings: &Settings) -> Result<ExitCode, CliError> {
+    let autostart = std::env::var_os("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART").is_none_or(|v| v != "1");
+    let options = McpOptions {
+        hook_timeout: Duration::from_millis(
+            env_u64(
+                "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+                DEFAULT_HOOK_TIMEOUT_MS,
+            )
+            .min(MAX_TIMEOUT_MS),
+        ),
+        max_tokens: match env_u64("ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS", DEFAULT_MAX_TOKENS) {
+            0 => None,
+            n => Some(n),
+        },
+        tool_timeout: TOOL_TIMEOUT,
+    };
+    let server = GuidebookMcp::new(Sidecar::new(settings.socket.clone(), autostart), options);
+    mcp::serve(server).map_err(|e| CliError::Invalid(e.to_string()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A whole number from the environment, or `default` when unset, empty or not a number (a
+/// warning says so: a typo in an agent's MCP config must not stop its session).
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(value) if !value.trim().is_empty() => value.trim().parse().unwrap_or_else(|_| {
+            tracing::warn!("{name}={value:?} is not a whole number; using {default}");
+            default
+        }),
+        _ => default,
+    }
+}

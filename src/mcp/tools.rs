@@ -1,0 +1,313 @@
+//! The tools `guidebook mcp` offers: `hook` for the hosts' `mcp_tool` hooks, and six for agents to call themselves, each with its input schema, its description, and the sidecar method it calls. Reads: tool arguments. Writes: nothing (the caller sends the call).
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The tool the hosts' `mcp_tool` hooks call.
+pub const HOOK: &str = "hook";
+
+/// `hook`: the hook event's fields, as the host has them. Open: hosts differ, and an unknown
+/// field must not fail the hook.
+fn hook_schema() -> JsonObject {
+    let schema = json!({
+        "type": "object",
+        "description": "The hook event's fields, as the host writes them to a command hook's stdin.",
+        "properties": {
+            "session_id": {"type": "string", "description": "The agent session's id."},
+            "hook_event_name": {"type": "string", "description": "PreToolUse, PostToolUse, SessionStart, PostCompact, ..."},
+            "tool_name": {"type": "string", "description": "The tool the event is about (apply_patch, Bash, Edit, Write, MultiEdit, ...)."},
+            "tool_input": {"description": "The tool's input: an object (Codex apply_patch: {\"command\": PATCH}; Claude Code Edit: {\"file_path\": PATH, ...})."},
+            "tool_response": {"description": "The tool's result (PostToolUse): Codex sends a string, Claude Code an object."},
+            "cwd": {"type": "string", "description": "The directory relative paths are resolved against."},
+            "source": {"type": "string", "description": "SessionStart: startup, resume, compact or clear."},
+            "turn_id": {"type": "string"}
+        },
+        "additionalProperties": true
+    });
+    match schema {
+        Value::Object(object) => object,
+        _ => unreachable!("a literal object"),
+    }
+}
+
+/// `search_guidelines`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// Your session id. Each guideline is shown once per session; the same id keeps it so.
+    pub session_id: String,
+    /// Absolute paths of the files you changed or are about to change.
+    pub filepaths: Vec<String>,
+    /// A budget for the returned text in tokens (cl100k); guidelines beyond it come with a
+    /// later call. Omit for no budget.
+    pub max_tokens: Option<u64>,
+}
+
+/// `explain_guidelines`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct ExplainParams {
+    /// Absolute paths of the files to explain.
+    pub filepaths: Vec<String>,
+    /// With a session id, each guideline also says whether that session was already shown it.
+    pub session_id: Option<String>,
+}
+
+/// `build_prompt`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct BuildPromptParams {
+    /// The task the prompt is for, in plain words.
+    pub task: String,
+    /// Facts to include in the full phase, as a JSON object (say, the files and the ticket).
+    pub context: Option<JsonObject>,
+    /// The prompt pack to use (`prompts/<role>.yaml` in the guidebook); default `default`.
+    pub role: Option<String>,
+    /// How much to disclose: `summary` (shortest), `standard`, or `full` (default).
+    pub disclosure_phase: Option<String>,
+    /// Your session id: the progressive_disclosure flag is decided per session.
+    pub session_id: Option<String>,
+}
+
+/// One error a checker reported.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct CheckError {
+    /// The checker: `ruff`, `pyright`, ...
+    pub tool: String,
+    /// Its rule or error code, e.g. `F401` or `reportAttributeAccessIssue`.
+    pub code: String,
+    /// The absolute path of the file it is about.
+    pub file: String,
+}
+
+/// `record_error`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct RecordErrorParams {
+    /// Your session id.
+    pub session_id: String,
+    /// Every error of one check run; an empty list records a clean run.
+    pub errors: Vec<CheckError>,
+}
+
+/// `breaker_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct SessionParams {
+    /// Your session id.
+    pub session_id: String,
+}
+
+/// `list_flags`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// Every tool, in the order `tools/list` shows them.
+pub fn all() -> Vec<Tool> {
+    let read_only = ToolAnnotations::new().read_only(true);
+    vec![
+        Tool::new(
+            HOOK,
+            "Runs Adaptive Guidebook's agent hook for one hook event and returns exactly what the \
+             `guidebook-hook` command would print for it: a hook output JSON line, or empty text \
+             when there is nothing to say. Meant for the host's `mcp_tool` hooks (PreToolUse, \
+             PostToolUse, SessionStart, PostCompact), not for the model: to get guidelines, call \
+             search_guidelines.",
+            Arc::new(hook_schema()),
+        ),
+        Tool::new(
+            "search_guidelines",
+            "Returns the team's development guidelines that apply to the given files (by \
+             repository, language and the files' current content) and that this session has not \
+             been shown yet, as a JSON array of {id, content}; each is then recorded as shown. \
+             Call it before or after changing files and follow what it returns. An empty array \
+             means nothing new applies.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<SearchParams>(),
+        Tool::new(
+            "explain_guidelines",
+            "Explains which guidelines apply to and match each file, and why (repository, \
+             language, the line and pattern of the first match), without recording anything. Use \
+             it to understand why a guideline was or was not shown.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<ExplainParams>()
+        .annotate(read_only.clone()),
+        Tool::new(
+            "build_prompt",
+            "Builds a prompt for a task from the team's prompt packs: a fixed CRITICAL block, then \
+             the pack's guidance and the task, fitted to the phase's token budget. Returns JSON \
+             {prompt, phase, tokens, tokenizer, truncated}.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<BuildPromptParams>()
+        .annotate(read_only.clone()),
+        Tool::new(
+            "record_error",
+            "Records one check run (ruff, pyright, ...) with the circuit breaker, which halts a \
+             session that keeps failing the same way. Returns JSON {state: continue|warning|halt, \
+             totalErrors, reason, trippedBy}; on `halt`, stop and rethink or ask the user.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<RecordErrorParams>(),
+        Tool::new(
+            "breaker_status",
+            "Returns the circuit breaker's state for a session without changing it: JSON {state: \
+             continue|warning|halt, totalErrors, reason, trippedBy}.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<SessionParams>()
+        .annotate(read_only.clone()),
+        Tool::new(
+            "list_flags",
+            "Lists Adaptive Guidebook's feature flags (enabled, rollout percent, description, \
+             owner) and where they were loaded from.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<NoParams>()
+        .annotate(read_only),
+    ]
+}
+
+/// The sidecar method and params for an agent tool's arguments, or why the arguments do not fit
+/// (`None`: no such tool).
+pub fn sidecar_call(
+    tool: &str,
+    arguments: JsonObject,
+) -> Option<Result<(&'static str, Value), String>> {
+    fn parse<T: for<'de> Deserialize<'de>>(arguments: JsonObject) -> Result<T, String> {
+        serde_json::from_value(Value::Object(arguments))
+            .map_err(|e| format!("invalid arguments: {e}"))
+    }
+    let call = match tool {
+        "search_guidelines" => parse::<SearchParams>(arguments).map(|p| {
+            let mut params = json!({"sessionId": p.session_id, "filepaths": p.filepaths});
+            if let Some(max_tokens) = p.max_tokens {
+                params["maxTokens"] = json!(max_tokens);
+            }
+            ("search", params)
+        }),
+        "explain_guidelines" => parse::<ExplainParams>(arguments).map(|p| {
+            let mut params = json!({"filepaths": p.filepaths});
+            if let Some(session) = p.session_id {
+                params["sessionId"] = json!(session);
+            }
+            ("explain", params)
+        }),
+        "build_prompt" => parse::<BuildPromptParams>(arguments).map(|p| {
+            let mut params = json!({"task": p.task});
+            let optional = [
+                ("context", p.context.map(Value::Object)),
+                ("role", p.role.map(Value::String)),
+                ("disclosurePhase", p.disclosure_phase.map(Value::String)),
+                ("sessionId", p.session_id.map(Value::String)),
+            ];
+            for (key, value) in optional {
+                if let Some(value) = value {
+                    params[key] = value;
+                }
+            }
+            ("buildPrompt", params)
+        }),
+        "record_error" => parse::<RecordErrorParams>(arguments).map(|p| {
+            let errors: Vec<Value> = p
+                .errors
+                .into_iter()
+                .map(|e| json!({"tool": e.tool, "code": e.code, "file": e.file}))
+                .collect();
+            (
+                "recordError",
+                json!({"sessionId": p.session_id, "errors": errors}),
+            )
+        }),
+        "breaker_status" => parse::<SessionParams>(arguments)
+            .map(|p| ("breakerStatus", json!({"sessionId": p.session_id}))),
+        "list_flags" => parse::<NoParams>(arguments).map(|NoParams {}| ("getFlags", json!({}))),
+        _ => return None,
+    };
+    Some(call)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(value: Value) -> JsonObject {
+        match value {
+            Value::Object(object) => object,
+            _ => panic!("not an object"),
+        }
+    }
+
+    #[test]
+    fn every_tool_has_an_object_schema_and_a_description() {
+        let tools = all();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            [
+                "hook",
+                "search_guidelines",
+                "explain_guidelines",
+                "build_prompt",
+                "record_error",
+                "breaker_status",
+                "list_flags"
+            ]
+        );
+        for tool in &tools {
+            assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+            assert!(
+                tool.description.as_ref().is_some_and(|d| d.len() > 60),
+                "{}",
+                tool.name
+            );
+        }
+        let search = &tools[1].input_schema;
+        assert_eq!(search["required"], json!(["session_id", "filepaths"]));
+        assert!(search["properties"]["filepaths"]["description"].is_string());
+    }
+
+    #[test]
+    fn arguments_become_the_sidecar_params_in_camel_case() {
+        let (method, params) = sidecar_call(
+            "build_prompt",
+            args(json!({"task": "t", "disclosure_phase": "summary", "session_id": "s"})),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(method, "buildPrompt");
+        assert_eq!(
+            params,
+            json!({"task": "t", "disclosurePhase": "summary", "sessionId": "s"})
+        );
+        let (method, params) = sidecar_call(
+            "search_guidelines",
+            args(json!({"session_id": "s", "filepaths": ["/a.py"], "max_tokens": 10})),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(method, "search");
+        assert_eq!(
+            params,
+            json!({"sessionId": "s", "filepaths": ["/a.py"], "maxTokens": 10})
+        );
+        let wrong = sidecar_call("record_error", args(json!({"session_id": "s"}))).unwrap();
+        assert!(wrong.unwrap_err().contains("missing field `errors`"));
+        assert!(sidecar_call("nope", JsonObject::new()).is_none());
+    }
+}
