@@ -176,3 +176,99 @@ pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
     let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
     samples[idx.min(samples.len() - 1)]
 }
+
+/// A `guidebook serve` started for a benchmark; killed when dropped.
+pub struct BenchSidecar {
+    pub child: std::process::Child,
+    pub socket: PathBuf,
+    /// From spawn until the socket accepted a connection (load, compile, open SQLite).
+    pub startup: std::time::Duration,
+}
+
+impl BenchSidecar {
+    /// Starts the release `guidebook serve` with its home under `home`, serving `root`.
+    pub fn start(guidebook: &Path, home: &Path, root: &Path) -> BenchSidecar {
+        let socket = home.join("sidecar.sock");
+        let started = std::time::Instant::now();
+        let child = Command::new(guidebook)
+            .arg("serve")
+            .env("ADAPTIVE_GUIDEBOOK_HOME", home)
+            .env("ADAPTIVE_GUIDEBOOK_ROOT", root)
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(120),
+                "sidecar did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        BenchSidecar {
+            startup: started.elapsed(),
+            child,
+            socket,
+        }
+    }
+
+    /// Peak resident memory so far (`VmHWM`, Linux only), in KiB.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()?
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    }
+}
+
+impl Drop for BenchSidecar {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// One `search` over a fresh connection, as the shim does it: the time from connect to the last
+/// byte, and the number of guidelines returned. `Err` on any failure.
+pub fn search_once(
+    socket: &Path,
+    session: &str,
+    files: &[PathBuf],
+) -> Result<(std::time::Duration, usize), String> {
+    use std::io::{Read, Write};
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "search",
+        "params": {"sessionId": session, "filepaths": files}})
+    .to_string();
+    let start = std::time::Instant::now();
+    let mut s = std::os::unix::net::UnixStream::connect(socket).map_err(|e| e.to_string())?;
+    write!(s, "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).map_err(|e| e.to_string())?;
+    let elapsed = start.elapsed();
+    let text = String::from_utf8_lossy(&out);
+    if !text.starts_with("HTTP/1.1 200") || text.contains("\"error\"") {
+        return Err(text.into_owned());
+    }
+    Ok((elapsed, text.matches("\"id\":\"g").count()))
+}
+
+/// An environment variable parsed, or `default`.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Where the benchmarks write their JSON: `target/bench-results/`.
+pub fn results_dir() -> PathBuf {
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
+    std::fs::create_dir_all(&out).unwrap();
+    out
+}

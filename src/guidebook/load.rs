@@ -302,11 +302,14 @@ pub fn find_guideline_files(root: &Path) -> std::io::Result<Vec<(PathBuf, std::f
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Ok(ft) = entry.file_type() else { continue };
-            if ft.is_dir() {
+            if ft.is_dir() && name != GUIDELINE_FILE_NAME {
                 if !name.to_string_lossy().starts_with('.') {
                     stack.push(entry.path());
                 }
             } else if name == GUIDELINE_FILE_NAME {
+                // A directory in a guideline file's place is listed too: its read fails, so the
+                // guideline's last good version stays served and the error is reported, as for
+                // any other broken file. Skipping it would silently withdraw the guideline.
                 // Follow a symlinked file to what it names; a dangling one is reported by the
                 // read that follows.
                 let path = entry.path();

@@ -302,6 +302,27 @@ mod tests {
         assert_eq!(ids(&gb), vec!["alpha"]);
     }
 
+    /// Regression (found by the rewrite fault test): a `guideline.yaml` replaced by a
+    /// directory used to be walked into and dropped like a deleted file, withdrawing the
+    /// guideline silently. It is a broken file: last good version served, error reported.
+    #[test]
+    fn a_guideline_file_replaced_by_a_directory_keeps_its_last_good_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "b", "beta", "foo");
+        let gb = Guidebook::load(dir.path().to_path_buf());
+        std::fs::remove_file(&p).unwrap();
+        std::fs::create_dir(&p).unwrap();
+        gb.reload();
+        assert_eq!(ids(&gb), vec!["beta"]);
+        let s = gb.snapshot();
+        assert_eq!(s.errors.len(), 1);
+        assert_eq!(s.errors[0].path, p);
+        std::fs::remove_dir(&p).unwrap();
+        gb.reload();
+        assert_eq!(ids(&gb), Vec::<String>::new());
+        assert!(gb.snapshot().errors.is_empty());
+    }
+
     #[test]
     fn a_missing_root_is_an_error_not_a_crash() {
         let dir = tempfile::tempdir().unwrap();

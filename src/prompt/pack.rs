@@ -166,13 +166,12 @@ pub fn find_pack_files(root: &Path) -> std::io::Result<Vec<PackFile>> {
         if stem.starts_with('.') {
             continue;
         }
-        // Follow a symlinked file to what it names; skip directories named `x.yaml`.
+        // Follow a symlinked file to what it names. A directory named `x.yaml` is listed too:
+        // its read fails, so a pack replaced by a directory keeps its last good version and is
+        // reported, instead of silently disappearing.
         let Ok(meta) = std::fs::metadata(&path).or_else(|_| entry.metadata()) else {
             continue;
         };
-        if meta.is_dir() {
-            continue;
-        }
         let role = if valid_role(stem) {
             Ok(stem.to_string())
         } else {
@@ -283,7 +282,13 @@ examples:
             .iter()
             .map(|f| f.role.as_ref().ok().cloned())
             .collect();
-        assert_eq!(roles, [None, Some("default".to_string())]);
+        // A directory named like a pack is listed, so that reading it fails and is reported
+        // (a pack replaced by a directory keeps its last good version).
+        assert_eq!(
+            roles,
+            [None, Some("default".to_string()), Some("sub".to_string())]
+        );
+        assert!(found[2].meta.is_dir());
         assert!(found[0]
             .role
             .as_ref()

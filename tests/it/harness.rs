@@ -430,6 +430,13 @@ impl Sidecar {
         wait_bounded(&mut child, WATCHDOG, "guidebook serve after a signal")
     }
 
+    /// Starts a new daemon on the same home, database and socket after [`Sidecar::kill`] or
+    /// [`Sidecar::stop`].
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "the sidecar is still running");
+        self.spawn();
+    }
+
     /// Sends SIGKILL and reaps the daemon: a crash that leaves the socket file behind.
     pub fn kill(&mut self) {
         let mut child = self.child.take().expect("running");

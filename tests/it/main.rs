@@ -9,6 +9,7 @@ mod budget;
 mod build_prompt;
 mod cli;
 mod doctor;
+mod faults;
 mod flags;
 mod harness;
 mod hook;

@@ -1,0 +1,259 @@
+//! How the cost of a search grows, one fresh release sidecar per point so that each peak RSS is
+//! its own: guidelines 100 → 1,000 → 10,000 (10 Kotlin files of ~20 KB per search); file size
+//! 1 KB → 2 MB (one file, 1,000 guidelines); files per search 1 → 100 (~20 KB each, 1,000
+//! guidelines). Each point: the warm `search` round trip over the socket (median, p99), and for
+//! the guideline sweep also the hook end to end (spawn `guidebook-hook` → output) and a cold
+//! one-shot `guidebook search`. Writes target/bench-results/scaling.json.
+//!
+//! Run with `benches/run-all.sh` (builds the release binaries first). Env: SCALING_RUNS (warm
+//! samples per point, default 100), SCALING_COLD_RUNS (default 5), SCALING_POINT_SECS (a point
+//! stops sampling after this long, with at least 3 samples; default 60: at 10,000 guidelines a
+//! search takes minutes), SCALING_GUIDELINES (default `100,1000,10000`), SCALING_SWEEPS
+//! (`0` skips the file-size and file-count sweeps).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{env_or, percentile, search_once, BenchSidecar};
+use serde_json::{json, Value};
+
+fn main() {
+    let runs: usize = env_or("SCALING_RUNS", 100);
+    let cold_runs: usize = env_or("SCALING_COLD_RUNS", 5);
+    let budget = Duration::from_secs_f64(env_or("SCALING_POINT_SECS", 60.0));
+    let guidebook = PathBuf::from(env!("CARGO_BIN_EXE_guidebook"));
+    let shim = guidebook.parent().unwrap().join("guidebook-hook");
+    assert!(
+        shim.exists(),
+        "{} is missing: run benches/run-all.sh, which builds it",
+        shim.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    common::git_repo(&repo, "git@github.com:acme/backend-order.git");
+
+    println!(
+        "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "point", "rpc med", "rpc p99", "hook med", "cold med", "start ms", "RSS MiB"
+    );
+    let mut guidelines_rows = Vec::new();
+    let counts: Vec<usize> = std::env::var("SCALING_GUIDELINES")
+        .unwrap_or_else(|_| "100,1000,10000".into())
+        .split(',')
+        .map(|c| {
+            c.trim()
+                .parse()
+                .expect("SCALING_GUIDELINES: comma-separated counts")
+        })
+        .collect();
+    for count in counts {
+        let root = dir.path().join(format!("gb{count}"));
+        common::write_guidebook(&root, count, 7);
+        let files =
+            common::write_kotlin_files(&repo.join(format!("g{count}")), 10, 20_000, count, 11);
+        let point = measure(
+            &guidebook,
+            Some(&shim),
+            dir.path(),
+            &root,
+            &repo,
+            &files,
+            runs,
+            cold_runs,
+            budget,
+        );
+        print_row(&format!("{count} guidelines, 10 x 20 KB"), &point);
+        guidelines_rows.push(json!({"guidelines": count, "point": point}));
+    }
+
+    let root = dir.path().join("gb1000");
+    if !root.exists() {
+        common::write_guidebook(&root, 1000, 7);
+    }
+    let sweeps = env_or("SCALING_SWEEPS", 1) != 0;
+    let mut size_rows = Vec::new();
+    for bytes in [1_000usize, 10_000, 100_000, 1_000_000, 2_000_000]
+        .into_iter()
+        .filter(|_| sweeps)
+    {
+        let files = common::write_kotlin_files(&repo.join(format!("s{bytes}")), 1, bytes, 1000, 13);
+        let point = measure(
+            &guidebook,
+            None,
+            dir.path(),
+            &root,
+            &repo,
+            &files,
+            runs,
+            0,
+            budget,
+        );
+        print_row(&format!("1 file of {} KB", bytes / 1000), &point);
+        size_rows.push(json!({"fileBytes": bytes, "point": point}));
+    }
+    let mut count_rows = Vec::new();
+    for n in [1usize, 10, 100].into_iter().filter(|_| sweeps) {
+        let files = common::write_kotlin_files(&repo.join(format!("n{n}")), n, 20_000, 1000, 17);
+        let point = measure(
+            &guidebook,
+            None,
+            dir.path(),
+            &root,
+            &repo,
+            &files,
+            runs,
+            0,
+            budget,
+        );
+        print_row(&format!("{n} files x 20 KB"), &point);
+        count_rows.push(json!({"files": n, "point": point}));
+    }
+
+    let json = json!({
+        "runs": runs,
+        "coldRuns": cold_runs,
+        "byGuidelines": guidelines_rows,
+        "byFileSize": size_rows,
+        "byFileCount": count_rows,
+    });
+    let name = std::env::var("SCALING_OUT").unwrap_or_else(|_| "scaling".into());
+    let out = common::results_dir().join(format!("{name}.json"));
+    std::fs::write(&out, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+    println!("wrote {}", out.display());
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn print_row(name: &str, p: &Value) {
+    let f = |k: &str| p[k].as_f64().map_or("-".to_string(), |v| format!("{v:.3}"));
+    println!(
+        "{name:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        f("rpcMedianMs"),
+        f("rpcP99Ms"),
+        f("hookMedianMs"),
+        f("coldMedianMs"),
+        f("startupMs"),
+        p["peakRssKiB"]
+            .as_f64()
+            .map_or("-".into(), |k| format!("{:.1}", k / 1024.0)),
+    );
+}
+
+/// One point: a fresh sidecar on `root`, warm searches of `files` (a new session each, so each
+/// records), optionally the hook end to end and the cold one-shot search.
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    guidebook: &Path,
+    shim: Option<&Path>,
+    base: &Path,
+    root: &Path,
+    repo: &Path,
+    files: &[PathBuf],
+    runs: usize,
+    cold_runs: usize,
+    budget: Duration,
+) -> Value {
+    let home = tempfile::tempdir_in(base).unwrap();
+    let sidecar = BenchSidecar::start(guidebook, home.path(), root);
+    let (_, shown) = search_once(&sidecar.socket, "warmup", files).expect("warm-up search");
+    let started = Instant::now();
+    for i in 0..10 {
+        search_once(&sidecar.socket, &format!("w{i}"), files).unwrap();
+        if started.elapsed() > budget / 10 {
+            break;
+        }
+    }
+    let started = Instant::now();
+    let mut rpc = Vec::with_capacity(runs);
+    let mut hook = Vec::new();
+    let mut cold = Vec::new();
+    let mut hook_silent = 0;
+    let event = |session: &str| {
+        let patch: String = files
+            .iter()
+            .map(|f| format!("*** Update File: {}\n@@\n-a\n+b\n", f.display()))
+            .collect();
+        json!({
+            "session_id": session, "cwd": repo.display().to_string(),
+            "hook_event_name": "PostToolUse", "tool_name": "apply_patch",
+            "tool_input": {"command": format!("*** Begin Patch\n{patch}*** End Patch\n")},
+            "tool_response": "Exit code: 0\nOutput:\nSuccess.\n",
+        })
+        .to_string()
+    };
+    // Interleaved, so that whatever else the machine does affects every series alike.
+    for i in 0..runs {
+        if i >= 3 && started.elapsed() > budget {
+            break;
+        }
+        rpc.push(ms(search_once(&sidecar.socket, &format!("r{i}"), files)
+            .unwrap()
+            .0));
+        if let Some(shim) = shim {
+            let start = Instant::now();
+            let mut child = Command::new(shim)
+                .env("ADAPTIVE_GUIDEBOOK_SOCKET", &sidecar.socket)
+                .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(event(&format!("h{i}")).as_bytes())
+                .unwrap();
+            let mut out = Vec::new();
+            child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+            child.wait().unwrap();
+            hook.push(ms(start.elapsed()));
+            // A search slower than the hook's 2 s budget is given up: the hook prints nothing.
+            hook_silent += usize::from(out.is_empty());
+        }
+        let cold_due = i % (runs / cold_runs.max(1)).max(1) == 0 || started.elapsed() > budget / 2;
+        if cold.len() < cold_runs && cold_due {
+            let start = Instant::now();
+            let out = Command::new(guidebook)
+                .args(["search", "--session", &format!("c{i}")])
+                .args(files)
+                .env("ADAPTIVE_GUIDEBOOK_HOME", home.path())
+                .env("ADAPTIVE_GUIDEBOOK_ROOT", root)
+                .env("RUST_LOG", "error")
+                .stderr(Stdio::null())
+                .output()
+                .unwrap();
+            cold.push(ms(start.elapsed()));
+            assert!(out.status.success(), "cold search failed");
+        }
+    }
+    let bytes: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    let med = |s: &mut Vec<f64>| (!s.is_empty()).then(|| percentile(s, 0.5));
+    let p99 = |s: &mut Vec<f64>| (!s.is_empty()).then(|| percentile(s, 0.99));
+    let rpc_med = percentile(&mut rpc, 0.5);
+    json!({
+        "samples": rpc.len(),
+        "files": files.len(),
+        "bytes": bytes,
+        "shown": shown,
+        "startupMs": ms(sidecar.startup),
+        "rpcMedianMs": rpc_med,
+        "rpcP99Ms": percentile(&mut rpc, 0.99),
+        "rpcMBPerS": bytes as f64 / 1e6 / (rpc_med / 1000.0),
+        "hookMedianMs": med(&mut hook),
+        "hookP99Ms": p99(&mut hook),
+        "hookSilentRuns": hook_silent,
+        "coldMedianMs": med(&mut cold),
+        "peakRssKiB": sidecar.peak_rss_kib(),
+    })
+}
