@@ -8,7 +8,7 @@
 //! Run with `benches/run-all.sh` (builds the release binaries first). Env: SCALING_RUNS (warm
 //! samples per point, default 100), SCALING_COLD_RUNS (default 5), SCALING_POINT_SECS (a point
 //! stops sampling after this long, with at least 3 samples; default 60: at 10,000 guidelines a
-//! search takes minutes), SCALING_GUIDELINES (default `100,1000,10000`), SCALING_SWEEPS
+//! search took minutes before the patterns were split into sets of 2,048), SCALING_GUIDELINES (default `100,1000,10000`), SCALING_SWEEPS
 //! (`0` skips the file-size and file-count sweeps).
 
 mod common;
