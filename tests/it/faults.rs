@@ -417,6 +417,14 @@ const GUIDELINE_MARKER: &str = "MARKER-last-good-guideline";
 /// Every answer the readers get must come from the good versions: the guideline with its
 /// content, the pack with its marker, the flag on.
 fn assert_last_good(socket: &Path, session: &str, file: &str) {
+    if let Some(problem) = last_good_problem(socket, session, file) {
+        panic!("{problem}");
+    }
+}
+
+/// What in the answers is not from the good versions, if anything (a request that fails
+/// panics: that is never acceptable).
+fn last_good_problem(socket: &Path, session: &str, file: &str) -> Option<String> {
     let search = try_call(
         socket,
         "search",
@@ -424,32 +432,39 @@ fn assert_last_good(socket: &Path, session: &str, file: &str) {
     )
     .expect("search answered");
     assert!(search.get("error").is_none(), "{search}");
-    assert_eq!(
-        search["result"],
-        json!([{"id": "faulty", "content": format!("{GUIDELINE_MARKER}\n")}]),
-        "search did not answer from the last good guideline"
-    );
+    if search["result"] != json!([{"id": "faulty", "content": format!("{GUIDELINE_MARKER}\n")}]) {
+        return Some(format!(
+            "search did not answer from the last good guideline: {search}"
+        ));
+    }
     let prompt = try_call(
         socket,
         "buildPrompt",
         json!({"task": "Fix it.", "role": "default"}),
     )
     .expect("buildPrompt answered");
-    assert!(
-        prompt["result"]["prompt"]
-            .as_str()
-            .is_some_and(|p| p.contains(PACK_MARKER)),
-        "buildPrompt did not answer from the last good pack: {}",
-        &prompt.to_string()[..300.min(prompt.to_string().len())]
-    );
+    if !prompt["result"]["prompt"]
+        .as_str()
+        .is_some_and(|p| p.contains(PACK_MARKER))
+    {
+        let text = prompt.to_string();
+        return Some(format!(
+            "buildPrompt did not answer from the last good pack: {}",
+            &text[..300.min(text.len())]
+        ));
+    }
     let flags = try_call(socket, "getFlags", json!({})).expect("getFlags answered");
-    assert_eq!(
-        flags["result"]["flags"]["hooks_enabled"]["enabled"], true,
-        "{flags}"
-    );
+    if flags["result"]["flags"]["hooks_enabled"]["enabled"] != true {
+        return Some(format!("getFlags is not the last good flags: {flags}"));
+    }
     let enabled = try_call(socket, "isEnabled", json!({"flag": "hooks_enabled"}))
         .expect("isEnabled answered");
-    assert_eq!(enabled["result"], true, "{enabled}");
+    if enabled["result"] != true {
+        return Some(format!(
+            "isEnabled is not from the last good flags: {enabled}"
+        ));
+    }
+    None
 }
 
 /// Guideline, prompt-pack and flags files truncated, half-written and replaced by a directory
@@ -579,6 +594,53 @@ fn non_atomic_rewrites_of_every_watched_file_never_fail_a_request() {
         }
     }
     assert_last_good(&sidecar.socket, "after", &changed);
+
+    // Phase 3: deleted. By the contract that is not a broken file but a withdrawn one (a deleted
+    // guideline is gone, a deleted pack falls back to the embedded default, a deleted flags file
+    // turns every flag off), so the answers may change; but no request fails, and putting the
+    // file back restores the last good answers.
+    for (path, good) in files {
+        let shown = path.display().to_string();
+        std::fs::remove_file(path).unwrap();
+        // Past a reload (every 50 ms) and a request's `stat`.
+        std::thread::sleep(Duration::from_millis(150));
+        for (method, params) in [
+            (
+                "search",
+                json!({"sessionId": format!("deleted-{shown}"), "filepaths": [changed]}),
+            ),
+            (
+                "buildPrompt",
+                json!({"task": "t", "disclosurePhase": "summary"}),
+            ),
+            ("getFlags", json!({})),
+            ("status", json!({})),
+        ] {
+            let answer = try_call(&sidecar.socket, method, params)
+                .unwrap_or_else(|e| panic!("{method} with {shown} deleted: {e}"));
+            assert!(
+                answer.get("error").is_none() && answer.get("result").is_some(),
+                "{method} with {shown} deleted: {answer}"
+            );
+        }
+        restore_file(path, good);
+        // The file is back: the next reloads serve it again (a fresh session per attempt, since
+        // a session is shown a guideline once).
+        let started = Instant::now();
+        let mut attempt = 0;
+        while let Some(problem) = last_good_problem(
+            &sidecar.socket,
+            &format!("restored-{shown}-{attempt}"),
+            &changed,
+        ) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{shown} restored but not served again: {problem}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+            attempt += 1;
+        }
+    }
 }
 
 /// Another process holds the database's write lock for 2 s while requests arrive: a search with
