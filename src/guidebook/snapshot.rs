@@ -27,11 +27,21 @@ pub(crate) fn compile_repository_glob(pattern: &str) -> Result<Glob, globset::Er
 pub struct CompiledGuideline {
     pub guideline: Arc<Guideline>,
     regexes: OnceLock<Vec<Regex>>,
+    /// The token count of this guideline's block of hook text, counted on first use by a
+    /// `search` with `maxTokens` and kept for the snapshot's life (a process counts with one
+    /// tokenizer), so repeated hooks do not recount the guidelines they match.
+    block_tokens: OnceLock<usize>,
 }
 
 impl CompiledGuideline {
     pub fn id(&self) -> &str {
         &self.guideline.id
+    }
+
+    /// The token count of this guideline's hook-text block: `count()` the first time, then the
+    /// remembered value.
+    pub fn block_tokens(&self, count: impl FnOnce() -> usize) -> usize {
+        *self.block_tokens.get_or_init(count)
     }
 
     fn regexes(&self) -> &[Regex] {
@@ -136,6 +146,7 @@ impl GuidelineSnapshot {
                 CompiledGuideline {
                     guideline: g,
                     regexes: OnceLock::new(),
+                    block_tokens: OnceLock::new(),
                 }
             })
             .collect();

@@ -76,11 +76,15 @@ pub fn handle(
         Some(budget) => {
             let tokenizer = engine.tokenizer;
             let count = |text: &str| tokenizer.count(text);
-            // Each candidate's block is counted before the write lock is taken; inside it only
-            // the chosen prefix is counted, once or twice.
+            // Each candidate's block is counted before the write lock is taken (once per
+            // snapshot: the count is kept with the guideline); inside it only the chosen prefix
+            // is counted, once or twice.
             let blocks: HashMap<&str, usize> = candidates
                 .iter()
-                .map(|id| (*id, count(&block_of(&snapshot, id))))
+                .filter_map(|id| {
+                    let g = &snapshot.guidelines[snapshot.index_of(id)?];
+                    Some((*id, g.block_tokens(|| count(&block_of(&snapshot, id)))))
+                })
                 .collect();
             let header = count(guidebook_hook::CONTEXT_HEADER);
             engine.presentations.present_new(
