@@ -11,7 +11,7 @@ use crate::checks::{invocations, parse_pyright, parse_ruff, Diagnostic, PYRIGHT,
 use crate::output::{post_tool_use_context, search_text};
 use crate::patch::shell_patches;
 use crate::paths::{resolve, resolve_dir};
-use crate::plan::{Action, SHELL_TOOLS};
+use crate::plan::{response_string, Action, SHELL_TOOLS};
 use crate::rpc::parse_response;
 
 /// The flag that turns the breaker's hooks on, per session.
@@ -139,16 +139,7 @@ fn command_text(tool_input: Option<&Value>) -> Option<String> {
 /// `stdout` and `stderr`.
 fn output_text(response: Option<&Value>) -> Option<String> {
     match response? {
-        Value::String(text) => {
-            if text.trim_start().starts_with('{') {
-                if let Ok(Value::Object(legacy)) = serde_json::from_str::<Value>(text) {
-                    if let Some(Value::String(output)) = legacy.get("output") {
-                        return Some(output.clone());
-                    }
-                }
-            }
-            Some(text.clone())
-        }
+        Value::String(text) => Some(response_string(text)),
         Value::Object(object) => {
             let parts: Vec<&str> = ["stdout", "stderr", "output"]
                 .iter()

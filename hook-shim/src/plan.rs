@@ -193,22 +193,26 @@ fn command_texts(tool_input: Option<&Value>) -> Vec<&str> {
 /// string, whose `output` field holds it; an actual object with `output` is accepted as well.
 fn tool_response_text(response: Option<&Value>) -> Option<String> {
     match response? {
-        Value::String(text) => {
-            if text.trim_start().starts_with('{') {
-                if let Ok(Value::Object(legacy)) = serde_json::from_str::<Value>(text) {
-                    if let Some(Value::String(output)) = legacy.get("output") {
-                        return Some(output.clone());
-                    }
-                }
-            }
-            Some(text.clone())
-        }
+        Value::String(text) => Some(response_string(text)),
         Value::Object(object) => object
             .get("output")
             .and_then(Value::as_str)
             .map(str::to_owned),
         _ => None,
     }
+}
+
+/// A `tool_response` given as a string: the text itself, or, from older Codex builds, a JSON
+/// document as a string whose `output` field holds the text.
+pub(crate) fn response_string(text: &str) -> String {
+    if text.trim_start().starts_with('{') {
+        if let Ok(Value::Object(legacy)) = serde_json::from_str::<Value>(text) {
+            if let Some(Value::String(output)) = legacy.get("output") {
+                return output.clone();
+            }
+        }
+    }
+    text.to_owned()
 }
 
 fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
