@@ -33,12 +33,46 @@ impl Stamp {
     }
 }
 
-/// One guideline file as last seen: its stamp, its last good parse, and its current error.
+/// One watched file (a guideline, a prompt pack) as last seen: its stamp, its last good parse,
+/// and its current error.
 #[derive(Debug, Clone)]
-struct FileState {
-    stamp: Stamp,
-    good: Option<Arc<Guideline>>,
-    error: Option<LoadError>,
+pub(crate) struct FileState<T> {
+    pub(crate) stamp: Stamp,
+    pub(crate) good: Option<Arc<T>>,
+    pub(crate) error: Option<LoadError>,
+}
+
+impl<T> FileState<T> {
+    /// The file's state now, given how it was last seen (`prev`) and its `stamp` now: unchanged
+    /// without a read when the stamp is the same; otherwise `read()` again, keeping the last
+    /// good version when that fails. The flag says whether anything changed.
+    pub(crate) fn refresh(
+        prev: Option<Self>,
+        stamp: Stamp,
+        read: impl FnOnce() -> Result<T, LoadError>,
+    ) -> (Self, bool) {
+        match prev {
+            Some(prev) if prev.stamp == stamp => (prev, false),
+            prev => {
+                let state = match read() {
+                    Ok(value) => FileState {
+                        stamp,
+                        good: Some(Arc::new(value)),
+                        error: None,
+                    },
+                    Err(e) => {
+                        tracing::warn!("{e}");
+                        FileState {
+                            stamp,
+                            good: prev.and_then(|p| p.good),
+                            error: Some(e),
+                        }
+                    }
+                };
+                (state, true)
+            }
+        }
+    }
 }
 
 /// What a reload did, for logs and tests.
@@ -60,7 +94,7 @@ pub struct Guidebook {
 
 #[derive(Debug, Default)]
 struct ReloadState {
-    files: BTreeMap<PathBuf, FileState>,
+    files: BTreeMap<PathBuf, FileState<Guideline>>,
     root_error: Option<LoadError>,
     loaded_once: bool,
 }
@@ -126,30 +160,11 @@ impl Guidebook {
         let mut changed = !state.loaded_once;
         let mut next = BTreeMap::new();
         for (path, meta) in listing {
-            let stamp = Stamp::of(&meta);
-            let previous = state.files.remove(&path);
-            let entry = match previous {
-                Some(prev) if prev.stamp == stamp => prev,
-                prev => {
-                    changed = true;
-                    let good = prev.and_then(|p| p.good);
-                    match read_guideline(&path) {
-                        Ok(g) => FileState {
-                            stamp,
-                            good: Some(Arc::new(g)),
-                            error: None,
-                        },
-                        Err(e) => {
-                            tracing::warn!("{e}");
-                            FileState {
-                                stamp,
-                                good,
-                                error: Some(e),
-                            }
-                        }
-                    }
-                }
-            };
+            let (entry, refreshed) =
+                FileState::refresh(state.files.remove(&path), Stamp::of(&meta), || {
+                    read_guideline(&path)
+                });
+            changed |= refreshed;
             next.insert(path, entry);
         }
         // Whatever is left was deleted: its guideline goes with it.

@@ -11,7 +11,7 @@ use arc_swap::ArcSwap;
 
 use super::pack::{find_pack_files, parse_pack, read_pack};
 use super::PromptPack;
-use crate::guidebook::{LoadError, Stamp};
+use crate::guidebook::{FileState, LoadError, Stamp};
 
 /// The role served when a request names none.
 pub const DEFAULT_ROLE: &str = "default";
@@ -34,13 +34,6 @@ impl PackSet {
     }
 }
 
-#[derive(Debug)]
-struct FileState {
-    stamp: Stamp,
-    good: Option<Arc<PromptPack>>,
-    error: Option<LoadError>,
-}
-
 /// The live packs of a guidebook root.
 #[derive(Debug)]
 pub struct PromptPacks {
@@ -52,7 +45,7 @@ pub struct PromptPacks {
 
 #[derive(Debug, Default)]
 struct ReloadState {
-    files: BTreeMap<PathBuf, FileState>,
+    files: BTreeMap<PathBuf, FileState<PromptPack>>,
     /// Problems that are not one pack's content: a bad file name, an unreadable directory.
     other_errors: Vec<LoadError>,
 }
@@ -124,29 +117,12 @@ impl PromptPacks {
                             continue;
                         }
                     };
-                    let stamp = Stamp::of(&file.meta);
-                    let entry = match state.files.remove(&file.path) {
-                        Some(prev) if prev.stamp == stamp => prev,
-                        prev => {
-                            changed = true;
-                            let good = prev.and_then(|p| p.good);
-                            match read_pack(&file.path, &role) {
-                                Ok(p) => FileState {
-                                    stamp,
-                                    good: Some(Arc::new(p)),
-                                    error: None,
-                                },
-                                Err(e) => {
-                                    tracing::warn!("{e}");
-                                    FileState {
-                                        stamp,
-                                        good,
-                                        error: Some(e),
-                                    }
-                                }
-                            }
-                        }
-                    };
+                    let (entry, refreshed) = FileState::refresh(
+                        state.files.remove(&file.path),
+                        Stamp::of(&file.meta),
+                        || read_pack(&file.path, &role),
+                    );
+                    changed |= refreshed;
                     next.insert(file.path, entry);
                 }
                 // Whatever is left was deleted: its pack goes with it.
