@@ -47,22 +47,7 @@ fn main() {
     let files = common::write_kotlin_files(&repo.join("src"), 10, 20_000, 1000, 11);
     let socket = home.join("sidecar.sock");
 
-    let mut daemon = Command::new(&guidebook)
-        .arg("serve")
-        .env("ADAPTIVE_GUIDEBOOK_HOME", &home)
-        .env("ADAPTIVE_GUIDEBOOK_ROOT", &root)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let ready = Instant::now();
-    while UnixStream::connect(&socket).is_err() {
-        assert!(
-            ready.elapsed() < Duration::from_secs(30),
-            "sidecar did not start"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let daemon = common::BenchSidecar::start(&guidebook, &home, &root);
 
     let patch: String = files
         .iter()
@@ -149,16 +134,8 @@ fn main() {
         }
     }
     // Peak resident memory of the sidecar over the whole run (Linux only).
-    let peak_rss_kib: Option<u64> =
-        std::fs::read_to_string(format!("/proc/{}/status", daemon.id()))
-            .ok()
-            .and_then(|st| {
-                st.lines()
-                    .find(|l| l.starts_with("VmHWM:"))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-            });
-    let _ = Command::new("kill").arg(daemon.id().to_string()).status();
-    let _ = daemon.wait();
+    let peak_rss_kib = daemon.peak_rss_kib();
+    drop(daemon);
 
     let row = |name: &str, s: &mut Vec<f64>| {
         let med = common::percentile(s, 0.5);

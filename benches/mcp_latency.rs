@@ -12,7 +12,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,31 +56,14 @@ fn main() {
     .unwrap();
     common::git_repo(&repo, "git@github.com:acme/backend-order.git");
     let file = common::write_kotlin_files(&repo.join("src"), 1, 8_000, 200, 11).remove(0);
-    let socket = home.join("sidecar.sock");
     let env = [
         ("ADAPTIVE_GUIDEBOOK_HOME", home.as_os_str()),
         ("ADAPTIVE_GUIDEBOOK_ROOT", root.as_os_str()),
     ];
 
     // Killed when dropped, also when an assertion below fails.
-    let daemon = Reaped(
-        Command::new(&guidebook)
-            .arg("serve")
-            .envs(env)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let ready = Instant::now();
-    while UnixStream::connect(&socket).is_err() {
-        assert!(
-            ready.elapsed() < Duration::from_secs(30),
-            "sidecar did not start"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let daemon = common::BenchSidecar::start(&guidebook, &home, &root);
+    let socket = daemon.socket.clone();
 
     let mut mcp = Reaped(
         Command::new(&guidebook)
