@@ -1,24 +1,22 @@
-//! The hook's part of the circuit breaker: a shell `PostToolUse` that ran ruff or pyright becomes one check run for `recordError`, and a `PreToolUse` of an editing tool asks whether the session is halted. Reads: the event JSON and the sidecar's answers. Writes: nothing (the caller's `send` does the I/O).
+//! The hook's part of the circuit breaker: checker runs for `recordError`, and the edit gate. Reads: a [`HookEvent`], the sidecar's answers. Writes: nothing.
 //!
-//! Everything here happens only while flag `hooks_enabled` is on for the session, so each
-//! exchange asks `isEnabled` first: `PreToolUse`, which comes before every edit, asks it and
-//! `breakerStatus` in one JSON-RPC batch (one round trip); `PostToolUse` asks it before
-//! recording, since a batch would record even with the flag off.
+//! A shell `PostToolUse` that ran ruff or pyright becomes one check run for `recordError`, and a
+//! `PreToolUse` of an editing tool asks whether the session is halted. Everything here happens
+//! only while flag `hooks_enabled` is on for the session, so each exchange asks `isEnabled`
+//! first: `PreToolUse`, which comes before every edit, asks it and `breakerStatus` in one
+//! JSON-RPC batch (one round trip); `PostToolUse` asks it before recording, since a batch would
+//! record even with the flag off. The caller's `send` does the I/O.
 
 use serde_json::Value;
 
 use crate::checks::{invocations, parse_pyright, parse_ruff, Diagnostic, PYRIGHT, RUFF};
-use crate::output::{post_tool_use_context, search_text};
+use crate::event::{EventName, HookEvent, ToolInput};
 use crate::patch::shell_patches;
 use crate::paths::{resolve, resolve_dir};
-use crate::plan::{response_string, Action, SHELL_TOOLS};
-use crate::rpc::parse_response;
-
-/// The flag that turns the breaker's hooks on, per session.
-pub const HOOKS_ENABLED: &str = "hooks_enabled";
-
-/// The tools a halted session may not run: they change files.
-const GUARDED_TOOLS: [&str; 4] = ["apply_patch", "Edit", "Write", "MultiEdit"];
+pub use crate::protocol::HOOKS_ENABLED;
+use crate::protocol::{
+    batch, batch_results, parse_response, CheckError, IsEnabled, RecordError, SessionCall,
+};
 
 /// What the breaker needs from the sidecar for one hook event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +44,11 @@ pub enum BreakerVerdict {
     Deny(String),
 }
 
+/// What the breaker needs for `event` as read from the hook's stdin; see [`plan_event`].
+pub fn plan_breaker(event: &Value) -> Option<BreakerAction> {
+    plan_event(&HookEvent::read(event)?)
+}
+
 /// What the breaker needs for `event`, if anything:
 ///
 /// - `PostToolUse` of a shell tool whose command ran `ruff check` or `pyright` and whose output
@@ -53,48 +56,59 @@ pub enum BreakerVerdict {
 ///   one command make one run, since a second call would end the first one's streaks;
 /// - `PreToolUse` of `apply_patch`, `Edit`, `Write`, `MultiEdit`, or of a shell command that
 ///   pipes a patch into `apply_patch` → [`BreakerAction::Gate`].
-pub fn plan_breaker(event: &Value) -> Option<BreakerAction> {
-    let session_id = str_field(event, "session_id")
-        .filter(|s| !s.is_empty())?
-        .to_owned();
-    let tool = str_field(event, "tool_name")?;
-    match str_field(event, "hook_event_name")? {
-        "PostToolUse" if SHELL_TOOLS.contains(&tool) => {
-            check_run(event).map(|errors| BreakerAction::Record { session_id, errors })
+pub fn plan_event(event: &HookEvent) -> Option<BreakerAction> {
+    let session_id = event.session_id.clone();
+    let tool = event.tool.as_ref()?;
+    match (&event.name, &tool.input) {
+        (EventName::PostToolUse, ToolInput::Shell { .. }) => {
+            check_run_of(event).map(|errors| BreakerAction::Record { session_id, errors })
         }
-        "PreToolUse" => {
-            let edits = GUARDED_TOOLS.contains(&tool)
-                || (SHELL_TOOLS.contains(&tool)
-                    && command_text(event.get("tool_input"))
-                        .is_some_and(|c| !shell_patches(&c).is_empty()));
+        (EventName::PreToolUse, input) => {
+            let edits = match input {
+                ToolInput::Patch(_) | ToolInput::EditFile(_) => true,
+                ToolInput::Shell {
+                    command: Some(command),
+                    ..
+                } => !shell_patches(&command.text()).is_empty(),
+                _ => false,
+            };
             edits.then_some(BreakerAction::Gate { session_id })
         }
         _ => None,
     }
 }
 
+/// The errors of the checkers a shell `PostToolUse` ran, as read from the hook's stdin; see
+/// [`check_run_of`].
+pub fn check_run(event: &Value) -> Option<Vec<Diagnostic>> {
+    check_run_of(&HookEvent::read(event)?)
+}
+
 /// The errors of the checkers a shell `PostToolUse` ran, files resolved against the directory
 /// each ran in (a `cd DIR` before it, else the tool's `workdir`, else `cwd`). `None` when the
 /// command ran no checker or no checker's output is recognisable (it did not start, say).
-pub fn check_run(event: &Value) -> Option<Vec<Diagnostic>> {
-    let tool_input = event.get("tool_input");
-    let command = command_text(tool_input)?;
+pub fn check_run_of(event: &HookEvent) -> Option<Vec<Diagnostic>> {
+    let tool = event.tool.as_ref()?;
+    let ToolInput::Shell {
+        command: Some(command),
+        ..
+    } = &tool.input
+    else {
+        return None;
+    };
+    let command = command.text();
     let ran = invocations(&command);
     if ran.is_empty() {
         return None;
     }
-    let output = output_text(event.get("tool_response"))?;
-    let cwd = str_field(event, "cwd");
-    let workdir = tool_input
-        .and_then(|input| str_field(input, "workdir"))
-        .map(|dir| resolve_dir(cwd, dir));
-    let base = workdir.unwrap_or_else(|| cwd.map(str::to_owned));
+    let output = tool.output.as_deref()?;
+    let base = event.command_dir();
     let mut recognised = false;
     let mut errors = Vec::new();
     for invocation in ran {
         let parsed = match invocation.tool {
-            RUFF => parse_ruff(&output),
-            PYRIGHT => parse_pyright(&output),
+            RUFF => parse_ruff(output),
+            PYRIGHT => parse_pyright(output),
             _ => None,
         };
         let Some(found) = parsed else {
@@ -115,65 +129,42 @@ pub fn check_run(event: &Value) -> Option<Vec<Diagnostic>> {
     recognised.then_some(errors)
 }
 
-/// The shell command: `tool_input.command` (or `cmd`) as a string, or an argv array's elements
-/// one per line.
-fn command_text(tool_input: Option<&Value>) -> Option<String> {
-    let command = match tool_input? {
-        Value::Object(input) => input.get("command").or_else(|| input.get("cmd"))?,
-        other => other,
-    };
-    match command {
-        Value::String(text) => Some(text.clone()),
-        Value::Array(argv) => Some(
-            argv.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-        _ => None,
-    }
-}
-
-/// What the command printed: Codex sends a string (`Exit code:`/`Wall time:`/`Output:` lines,
-/// then the output; older builds a JSON string with `output`), Claude Code an object with
-/// `stdout` and `stderr`.
-fn output_text(response: Option<&Value>) -> Option<String> {
-    match response? {
-        Value::String(text) => Some(response_string(text)),
-        Value::Object(object) => {
-            let parts: Vec<&str> = ["stdout", "stderr", "output"]
-                .iter()
-                .filter_map(|key| object.get(*key).and_then(Value::as_str))
-                .collect();
-            (!parts.is_empty()).then(|| parts.join("\n"))
-        }
-        _ => None,
-    }
-}
-
 /// The request body that asks whether the breaker's hooks are on for the session.
 pub fn flag_request(session_id: &str, id: u64) -> String {
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "isEnabled",
-        "params": {"flag": HOOKS_ENABLED, "key": session_id}})
-    .to_string()
+    flag_call(session_id).envelope(id)
+}
+
+fn flag_call(session_id: &str) -> crate::protocol::Call {
+    IsEnabled {
+        flag: HOOKS_ENABLED.to_owned(),
+        key: Some(session_id.to_owned()),
+    }
+    .call()
 }
 
 /// The `recordError` request body for one check run.
 pub fn record_request(session_id: &str, errors: &[Diagnostic], id: u64) -> String {
-    let errors: Vec<Value> = errors
-        .iter()
-        .map(|d| serde_json::json!({"tool": d.tool, "code": d.code, "file": d.file}))
-        .collect();
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "recordError",
-        "params": {"sessionId": session_id, "errors": errors}})
-    .to_string()
+    RecordError {
+        session_id: session_id.to_owned(),
+        errors: errors
+            .iter()
+            .map(|d| CheckError {
+                tool: d.tool.to_owned(),
+                code: d.code.clone(),
+                file: d.file.clone(),
+            })
+            .collect(),
+    }
+    .call()
+    .envelope(id)
 }
 
 /// One JSON-RPC batch: `isEnabled` (id 1) and `breakerStatus` (id 2).
 pub fn gate_request(session_id: &str) -> String {
-    let status = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "breakerStatus",
-        "params": {"sessionId": session_id}});
-    format!("[{},{status}]", flag_request(session_id, 1))
+    batch(&[
+        flag_call(session_id),
+        SessionCall::breaker_status(session_id).call(),
+    ])
 }
 
 /// Asks the sidecar what the breaker says about `action`. `send` posts one request body and
@@ -219,24 +210,6 @@ pub fn ask(
     }
 }
 
-/// The successful results of a JSON-RPC batch response, by id. Errors and malformed members
-/// are left out: the hook then says nothing rather than something wrong.
-fn batch_results(body: &[u8]) -> Vec<(u64, Value)> {
-    let Ok(Value::Array(members)) = serde_json::from_slice::<Value>(body) else {
-        return Vec::new();
-    };
-    members
-        .into_iter()
-        .filter_map(|mut m| {
-            let id = m.get("id")?.as_u64()?;
-            if m.get("error").is_some() {
-                return None;
-            }
-            Some((id, m.get_mut("result")?.take()))
-        })
-        .collect()
-}
-
 /// The `state` and the one-line `reason` of a breaker answer.
 fn state_and_reason(answer: &Value) -> (&str, String) {
     let state = answer.get("state").and_then(Value::as_str).unwrap_or("");
@@ -250,49 +223,13 @@ fn state_and_reason(answer: &Value) -> (&str, String) {
     (state, reason)
 }
 
-/// The hook output for an event that asked `action` (with its `search` result, if any) and got
-/// `verdict` from the breaker:
-///
-/// - halt → exactly `{"continue":false,"stopReason":REASON}`;
-/// - deny → exactly `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
-///   "permissionDecision":"deny","permissionDecisionReason":REASON}}`;
-/// - warning → the `PostToolUse` `additionalContext` of the search (if any) with the warning as
-///   one more line;
-/// - nothing → what the search alone would print.
-pub fn render_hook(
-    action: &Action,
-    search: Option<&Value>,
-    verdict: &BreakerVerdict,
-) -> Option<String> {
-    let guidelines = match (action, search) {
-        (Action::Search { .. }, Some(result)) => search_text(result),
-        _ => None,
-    };
-    match verdict {
-        BreakerVerdict::Halt(reason) => Some(format!(
-            r#"{{"continue":false,"stopReason":{}}}"#,
-            Value::from(reason.as_str())
-        )),
-        BreakerVerdict::Deny(reason) => Some(format!(
-            r#"{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":{}}}}}"#,
-            Value::from(reason.as_str())
-        )),
-        BreakerVerdict::Warning(line) => Some(post_tool_use_context(&match guidelines {
-            Some(text) => format!("{text}\n\n{line}"),
-            None => line.clone(),
-        })),
-        BreakerVerdict::Nothing => guidelines.map(|text| post_tool_use_context(&text)),
-    }
-}
-
-fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
-    value.get(key).and_then(Value::as_str)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The tools a halted session may not run: they change files.
+    const GUARDED_TOOLS: [&str; 4] = ["apply_patch", "Edit", "Write", "MultiEdit"];
 
     fn bash(command: &str, response: Value) -> Value {
         json!({"session_id": "s", "cwd": "/w/proj", "hook_event_name": "PostToolUse",
@@ -307,8 +244,8 @@ mod tests {
         }
     }
 
-    const RUFF_CONCISE: &str = include_str!("../../tests/fixtures/checks/ruff-concise.txt");
-    const PYRIGHT_TXT: &str = include_str!("../../tests/fixtures/checks/pyright.txt");
+    const RUFF_CONCISE: &str = include_str!("../tests/fixtures/checks/ruff-concise.txt");
+    const PYRIGHT_TXT: &str = include_str!("../tests/fixtures/checks/pyright.txt");
 
     #[test]
     fn a_codex_ruff_run_is_one_check_run_with_paths_resolved() {
@@ -439,34 +376,5 @@ mod tests {
             BreakerVerdict::Nothing
         );
         assert_eq!(ask(&gate, &mut |_: &str| None), BreakerVerdict::Nothing);
-    }
-
-    #[test]
-    fn rendering() {
-        let nothing = Action::Nothing;
-        assert_eq!(
-            render_hook(&nothing, None, &BreakerVerdict::Halt("R \"x\"".into())).unwrap(),
-            r#"{"continue":false,"stopReason":"R \"x\""}"#
-        );
-        assert_eq!(
-            render_hook(&nothing, None, &BreakerVerdict::Deny("R".into())).unwrap(),
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"R"}}"#
-        );
-        assert_eq!(
-            render_hook(&nothing, None, &BreakerVerdict::Warning("W".into())).unwrap(),
-            r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"W"}}"#
-        );
-        assert_eq!(render_hook(&nothing, None, &BreakerVerdict::Nothing), None);
-        let search = Action::Search {
-            session_id: "s".into(),
-            filepaths: vec!["/a".into()],
-        };
-        let result = json!([{"id": "g", "content": "C\n"}]);
-        let out = render_hook(&search, Some(&result), &BreakerVerdict::Warning("W".into()));
-        assert!(out.unwrap().ends_with(r#"[g]\nC\n\nW"}}"#));
-        assert_eq!(
-            render_hook(&search, Some(&result), &BreakerVerdict::Nothing),
-            crate::render_search(&result)
-        );
     }
 }

@@ -423,7 +423,7 @@ mod tests {
     /// from the real tools over `project/`, copied to `/tmp/guidebook-checks/project`).
     macro_rules! output {
         ($name:literal) => {
-            include_str!(concat!("../../tests/fixtures/checks/", $name))
+            include_str!(concat!("../tests/fixtures/checks/", $name))
         };
     }
 

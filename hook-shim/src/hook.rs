@@ -7,10 +7,12 @@
 
 use serde_json::Value;
 
-use crate::breaker::{self, plan_breaker, BreakerAction, BreakerVerdict};
+use crate::breaker::{self, BreakerAction, BreakerVerdict};
 use crate::client::ClientError;
-use crate::plan::{plan, Action};
-use crate::rpc::{parse_response, request_body, CallLimits};
+use crate::event::HookEvent;
+use crate::output::render_hook;
+use crate::plan::{plan_event, Action};
+use crate::protocol::parse_response;
 
 /// How the hook reaches the sidecar: one JSON-RPC exchange per call.
 pub trait SidecarLink {
@@ -39,9 +41,11 @@ pub struct HookPlan {
 
 impl HookPlan {
     /// The plan for `event`, or `None` when the hook has nothing to ask and prints nothing.
+    /// The event is read once, into a [`HookEvent`] that the planner and the breaker share.
     pub fn of(event: &Value) -> Option<HookPlan> {
-        let action = plan(event);
-        let breaker = plan_breaker(event);
+        let event = HookEvent::read(event)?;
+        let action = plan_event(&event);
+        let breaker = breaker::plan_event(&event);
         if action == Action::Nothing && breaker.is_none() {
             None
         } else {
@@ -58,11 +62,10 @@ impl HookPlan {
             _ => {
                 let action = &self.action;
                 let body = |deadline_ms: u64| {
-                    let limits = CallLimits {
-                        deadline_ms,
-                        max_tokens,
-                    };
-                    request_body(action, 1, &limits).unwrap_or_default()
+                    action
+                        .call(deadline_ms, max_tokens)
+                        .map(|call| call.envelope(1))
+                        .unwrap_or_default()
                 };
                 match link.exchange(&body, true) {
                     Ok(response) => match parse_response(&response) {
@@ -84,7 +87,7 @@ impl HookPlan {
             }
             None => BreakerVerdict::Nothing,
         };
-        breaker::render_hook(&self.action, search.as_ref(), &verdict)
+        render_hook(&self.action, search.as_ref(), &verdict)
     }
 }
 

@@ -1,25 +1,26 @@
-//! The host-protocol adapter: hook event JSON in, what to ask the sidecar, hook output JSON out (Codex, Claude Code), plus the blocking client that asks it and the autostart that starts it. Only `client` and `autostart` do I/O.
+//! The host-protocol adapter: hook event JSON in, questions for the sidecar, hook output JSON out.
 //!
 //! One implementation of the hook logic ([`hook::handle_event`]), shared by the
-//! `guidebook-hook` binary and by `guidebook mcp`'s `hook` tool.
+//! `guidebook-hook` binary and by `guidebook mcp`'s `hook` tool, plus the blocking client that
+//! asks the sidecar, the autostart that starts it, and the protocol every client speaks.
 //!
 //! # Layout
 //!
-//! - `plan`: [`plan`] reads a hook event and returns an [`Action`]; [`changed_files`] names the
-//!   files a tool call changed.
+//! - [`event`]: [`event::HookEvent`], the host's event JSON read once (one reader per host).
+//! - `plan`: [`plan_event`] turns a `HookEvent` into an [`Action`] (`search`, `resetSession`);
+//!   [`changed_files`] names the files a tool call changed.
 //! - `patch`: the files an `apply_patch` patch, its result summary, or a shell heredoc touches.
 //! - `paths`: lexical resolution of relative paths against `cwd`.
-//! - `rpc`: [`request_body`] and [`parse_response`], the JSON-RPC 2.0 wire format.
-//! - `output`: [`render`] and [`render_search`], the one line the hook prints.
+//! - [`protocol`]: the sidecar's JSON-RPC for every client: method names, params builders,
+//!   envelopes, batches, response parsing and one `call`.
+//! - `output`: [`render_hook`] and [`render_search`], the one line the hook prints.
 //! - [`checks`]: ruff and pyright runs in a shell command, and their diagnostics in its output.
 //! - [`breaker`]: the circuit breaker's hook: a check run for `recordError`, the `PreToolUse`
-//!   gate of a halted session, and their outputs.
-//!
-//! - [`hook`]: [`hook::handle_event`], the whole hook over a [`hook::SidecarLink`]: plan, ask,
-//!   render.
-//!
-//! - `client`: the blocking HTTP/1.1 JSON-RPC client on the Unix socket, bounded by a deadline,
-//!   one call per connection or many on a kept-alive one; shared with the `guidebook` CLI.
+//!   gate of a halted session.
+//! - [`hook`]: [`hook::handle_event`], the whole hook over a [`hook::SidecarLink`]: read, plan,
+//!   ask, render.
+//! - [`client`]: the blocking HTTP/1.1 client on the Unix socket, bounded by a deadline, one call
+//!   per connection or many on a kept-alive one; shared with the `guidebook` CLI.
 //! - [`autostart`]: connect, or start `guidebook serve` when nothing listens (one starter per
 //!   socket, elected by a lock), within the caller's deadline.
 //!
@@ -33,13 +34,14 @@ pub mod autostart;
 pub mod breaker;
 pub mod checks;
 pub mod client;
+pub mod event;
 pub mod hook;
 mod output;
 mod patch;
 mod paths;
 mod plan;
-mod rpc;
+pub mod protocol;
 
-pub use output::{context_text, guideline_block, render, render_search, CONTEXT_HEADER};
-pub use plan::{changed_files, plan, Action};
-pub use rpc::{parse_response, request_body, CallLimits, ResponseError};
+pub use output::{context_text, guideline_block, render_hook, render_search, CONTEXT_HEADER};
+pub use plan::{changed_files, changed_files_of, plan, plan_event, Action};
+pub use protocol::{parse_response, ResponseError};

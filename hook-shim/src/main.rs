@@ -1,4 +1,8 @@
-//! `guidebook-hook`: one hook event on stdin, a question or two to the sidecar, at most one JSON line on stdout. Reads: arguments, stdin, a few environment variables, the sidecar socket. Writes: stdout (the hook output), stderr (diagnostics); starts the sidecar when none listens (see `autostart`).
+//! `guidebook-hook`: one hook event on stdin, a question or two to the sidecar, one line out.
+//!
+//! Reads: arguments, stdin, a few environment variables, the sidecar socket. Writes: stdout
+//! (the hook output, at most one JSON line), stderr (diagnostics); starts the sidecar when none
+//! listens (see `autostart`).
 //!
 //! **Invariant:** it always exits 0 and never runs longer than its timeout, counted from process
 //! start; anything that goes wrong costs the agent a guideline, never a failed tool call.
@@ -12,6 +16,7 @@ use std::time::{Duration, Instant};
 use guidebook_hook::autostart;
 use guidebook_hook::client::{self, ClientError};
 use guidebook_hook::hook::{HookPlan, SidecarLink};
+use guidebook_hook::protocol::deadline_ms;
 
 const DEFAULT_TIMEOUT_MS: u64 = 2000;
 /// The token budget for the guideline text one hook injects. Codex shows the model only a
@@ -20,9 +25,6 @@ const DEFAULT_MAX_TOKENS: u64 = 2000;
 const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// Hook events are a few kilobytes; a bigger stdin is not a hook event worth parsing.
 const MAX_STDIN_BYTES: u64 = 16 << 20;
-/// Taken off the remaining budget when telling the sidecar its deadline, so that its answer
-/// still has time to travel back and be printed.
-const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
 
 const HELP: &str = "\
 guidebook-hook: reads one Codex or Claude Code hook event on stdin, asks the Adaptive Guidebook
@@ -131,7 +133,7 @@ impl SidecarLink for ShimLink {
         let exchanged = connected.and_then(|mut stream| {
             // The deadline is measured at the moment of sending, after stdin and the connect.
             let left = self.deadline.saturating_duration_since(Instant::now());
-            let body = body(millis(left.saturating_sub(DEADLINE_MARGIN)));
+            let body = body(deadline_ms(left));
             client::post(&mut stream, &body, self.deadline)
         });
         exchanged.inspect_err(|e| diag!("{e} ({})", self.socket.display()))
@@ -255,8 +257,4 @@ fn print_line(line: &str, deadline: Instant) {
     if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
         diag!("cannot write stdout: {e}");
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

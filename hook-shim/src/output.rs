@@ -1,18 +1,48 @@
-//! Renders sidecar results as hook output JSON, the one line the hook prints. Reads: a JSON-RPC result. Writes: nothing.
+//! Renders the one line the hook prints: guidelines, a breaker warning, halt or deny. Reads: results.
+//!
+//! Every hook output is written here, and only here; hosts reject unknown keys, so each shape
+//! is written by hand in the contract's member order.
 
 use serde_json::Value;
 
+use crate::breaker::BreakerVerdict;
 use crate::plan::Action;
 
 /// The first line of the text handed to the agent after an edit.
 pub const CONTEXT_HEADER: &str = "Adaptive Guidebook guidelines relevant to the latest changes:";
 
-/// The hook output for `action` given the sidecar's `result`, or `None` when the hook should
-/// print nothing.
-pub fn render(action: &Action, result: &Value) -> Option<String> {
-    match action {
-        Action::Search { .. } => render_search(result),
-        Action::Nothing | Action::ResetSession { .. } => None,
+/// The hook output for an event that asked `action` (with its `search` result, if any) and got
+/// `verdict` from the breaker:
+///
+/// - halt → exactly `{"continue":false,"stopReason":REASON}`;
+/// - deny → exactly `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
+///   "permissionDecision":"deny","permissionDecisionReason":REASON}}`;
+/// - warning → the `PostToolUse` `additionalContext` of the search (if any) with the warning as
+///   one more line;
+/// - nothing → what the search alone would print.
+pub fn render_hook(
+    action: &Action,
+    search: Option<&Value>,
+    verdict: &BreakerVerdict,
+) -> Option<String> {
+    let guidelines = match (action, search) {
+        (Action::Search { .. }, Some(result)) => search_text(result),
+        _ => None,
+    };
+    match verdict {
+        BreakerVerdict::Halt(reason) => Some(format!(
+            r#"{{"continue":false,"stopReason":{}}}"#,
+            Value::from(reason.as_str())
+        )),
+        BreakerVerdict::Deny(reason) => Some(format!(
+            r#"{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":{}}}}}"#,
+            Value::from(reason.as_str())
+        )),
+        BreakerVerdict::Warning(line) => Some(post_tool_use_context(&match guidelines {
+            Some(text) => format!("{text}\n\n{line}"),
+            None => line.clone(),
+        })),
+        BreakerVerdict::Nothing => guidelines.map(|text| post_tool_use_context(&text)),
     }
 }
 
@@ -30,7 +60,7 @@ pub fn render_search(guidelines: &Value) -> Option<String> {
 }
 
 /// The `additionalContext` text for a `search` result, or `None` when there is nothing to show.
-pub(crate) fn search_text(guidelines: &Value) -> Option<String> {
+fn search_text(guidelines: &Value) -> Option<String> {
     let blocks: Vec<(&str, &str)> = guidelines
         .as_array()?
         .iter()
@@ -62,7 +92,7 @@ pub fn guideline_block(id: &str, content: &str) -> String {
 /// Wraps `text` as `PostToolUse` additional context. The JSON is written by hand, with
 /// serde_json escaping the text, because the key order is part of the contract and serde_json's
 /// default map sorts keys.
-pub(crate) fn post_tool_use_context(text: &str) -> String {
+fn post_tool_use_context(text: &str) -> String {
     let text = Value::String(text.to_owned());
     format!(
         r#"{{"hookSpecificOutput":{{"hookEventName":"PostToolUse","additionalContext":{text}}}}}"#
@@ -117,17 +147,31 @@ mod tests {
     }
 
     #[test]
-    fn only_search_renders() {
-        let result = json!([{"id": "a", "content": "b"}]);
+    fn rendering() {
+        let nothing = Action::Nothing;
+        assert_eq!(
+            render_hook(&nothing, None, &BreakerVerdict::Halt("R \"x\"".into())).unwrap(),
+            r#"{"continue":false,"stopReason":"R \"x\""}"#
+        );
+        assert_eq!(
+            render_hook(&nothing, None, &BreakerVerdict::Deny("R".into())).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"R"}}"#
+        );
+        assert_eq!(
+            render_hook(&nothing, None, &BreakerVerdict::Warning("W".into())).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"W"}}"#
+        );
+        assert_eq!(render_hook(&nothing, None, &BreakerVerdict::Nothing), None);
         let search = Action::Search {
             session_id: "s".into(),
             filepaths: vec!["/a".into()],
         };
-        assert!(render(&search, &result).is_some());
-        let reset = Action::ResetSession {
-            session_id: "s".into(),
-        };
-        assert_eq!(render(&reset, &json!({"cleared": 2})), None);
-        assert_eq!(render(&Action::Nothing, &result), None);
+        let result = json!([{"id": "g", "content": "C\n"}]);
+        let out = render_hook(&search, Some(&result), &BreakerVerdict::Warning("W".into()));
+        assert!(out.unwrap().ends_with(r#"[g]\nC\n\nW"}}"#));
+        assert_eq!(
+            render_hook(&search, Some(&result), &BreakerVerdict::Nothing),
+            crate::render_search(&result)
+        );
     }
 }

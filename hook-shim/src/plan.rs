@@ -1,14 +1,16 @@
-//! Decides what to ask the sidecar for one hook event (Codex or Claude Code). Reads: the event JSON. Writes: nothing.
+//! Decides what to ask the sidecar for one hook event: a `search`, a `resetSession` or nothing. Reads: a [`HookEvent`].
 
 use serde_json::Value;
 
+use crate::event::{Command, EventName, HookEvent, ToolCall, ToolInput};
 use crate::patch::{patch_targets, shell_patches, summary_targets};
 use crate::paths::{resolve, resolve_dir};
+use crate::protocol::{method, Call, Search, SessionCall};
 
 /// What the sidecar should be asked after one hook event.
 ///
-/// The enum is deliberately exhaustive: when a variant is added (recording breaker errors,
-/// checking a halt), every caller has to decide what it means for them.
+/// The enum is deliberately exhaustive: when a variant is added, every caller has to decide
+/// what it means for them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// The event needs no sidecar call and the hook prints nothing.
@@ -29,40 +31,55 @@ impl Action {
     pub fn method(&self) -> Option<&'static str> {
         match self {
             Action::Nothing => None,
-            Action::Search { .. } => Some("search"),
-            Action::ResetSession { .. } => Some("resetSession"),
+            Action::Search { .. } => Some(method::SEARCH),
+            Action::ResetSession { .. } => Some(method::RESET_SESSION),
+        }
+    }
+
+    /// The call this action makes, or `None` for [`Action::Nothing`]. `deadline_ms` and
+    /// `max_tokens` only concern `search`.
+    pub fn call(&self, deadline_ms: u64, max_tokens: Option<u64>) -> Option<Call> {
+        match self {
+            Action::Nothing => None,
+            Action::Search {
+                session_id,
+                filepaths,
+            } => Some(
+                Search {
+                    session_id: session_id.clone(),
+                    filepaths: filepaths.clone(),
+                    deadline_ms: Some(deadline_ms),
+                    max_tokens,
+                }
+                .call(),
+            ),
+            Action::ResetSession { session_id } => {
+                Some(SessionCall::reset_session(session_id).call())
+            }
         }
     }
 }
 
-/// Shell tool names under which Codex (and Claude Code) report a command run.
-pub(crate) const SHELL_TOOLS: [&str; 5] = [
-    "Bash",
-    "shell",
-    "local_shell",
-    "exec_command",
-    "shell_command",
-];
-/// Claude Code's file-editing tools; each names its file in `tool_input.file_path`.
-const CLAUDE_EDIT_TOOLS: [&str; 3] = ["Edit", "Write", "MultiEdit"];
+/// Decides what to ask the sidecar for one hook event, as read from the hook's stdin; see
+/// [`plan_event`].
+pub fn plan(event: &Value) -> Action {
+    HookEvent::read(event).map_or(Action::Nothing, |event| plan_event(&event))
+}
 
-/// Decides what to ask the sidecar for one hook event, as read from the hook's stdin.
+/// Decides what to ask the sidecar for one hook event:
 ///
 /// - `PostToolUse` of a file-changing tool (Codex `apply_patch`, a shell command that pipes a
 ///   patch into `apply_patch`, Claude Code `Edit`/`Write`/`MultiEdit`) → [`Action::Search`]
 ///   over the files that exist after the change;
 /// - `SessionStart` with `source` `compact` or `clear`, and Codex `PostCompact` →
 ///   [`Action::ResetSession`];
-/// - anything else, an event without a `session_id`, or a change whose files cannot be named
-///   as absolute paths → [`Action::Nothing`].
-pub fn plan(event: &Value) -> Action {
-    let Some(session_id) = str_field(event, "session_id").filter(|s| !s.is_empty()) else {
-        return Action::Nothing;
-    };
-    let session_id = session_id.to_owned();
-    match str_field(event, "hook_event_name") {
-        Some("PostToolUse") => {
-            let filepaths = changed_files(event);
+/// - anything else, or a change whose files cannot be named as absolute paths →
+///   [`Action::Nothing`].
+pub fn plan_event(event: &HookEvent) -> Action {
+    let session_id = event.session_id.clone();
+    match &event.name {
+        EventName::PostToolUse => {
+            let filepaths = changed_files_of(event);
             if filepaths.is_empty() {
                 Action::Nothing
             } else {
@@ -72,49 +89,46 @@ pub fn plan(event: &Value) -> Action {
                 }
             }
         }
-        Some("SessionStart") => match str_field(event, "source") {
-            Some("compact" | "clear") => Action::ResetSession { session_id },
-            _ => Action::Nothing,
-        },
-        Some("PostCompact") => Action::ResetSession { session_id },
+        EventName::SessionStart(Some(source)) if source == "compact" || source == "clear" => {
+            Action::ResetSession { session_id }
+        }
+        EventName::PostCompact => Action::ResetSession { session_id },
         _ => Action::Nothing,
     }
 }
 
-/// The absolute paths of the files a `PostToolUse` event's tool call created or modified,
-/// deduplicated, in order of first appearance. Deleted files and the old names of moved files
-/// are not included; relative paths that cannot be resolved are dropped.
+/// The absolute paths of the files a `PostToolUse` event's tool call created or modified; see
+/// [`changed_files_of`].
 pub fn changed_files(event: &Value) -> Vec<String> {
-    let cwd = str_field(event, "cwd");
-    let tool_input = event.get("tool_input");
+    HookEvent::read(event).map_or_else(Vec::new, |event| changed_files_of(&event))
+}
+
+/// The absolute paths of the files the event's tool call created or modified, deduplicated, in
+/// order of first appearance. Deleted files and the old names of moved files are not included;
+/// relative paths that cannot be resolved are dropped.
+pub fn changed_files_of(event: &HookEvent) -> Vec<String> {
+    let cwd = event.cwd.as_deref();
     let mut found = FoundPaths::default();
-    match str_field(event, "tool_name") {
-        Some("apply_patch") => {
-            for patch in command_texts(tool_input) {
+    let Some(ToolCall { input, output, .. }) = &event.tool else {
+        return found.paths;
+    };
+    match input {
+        ToolInput::Patch(patches) => {
+            for patch in patches {
                 found.add_all(cwd, patch_targets(patch));
             }
-            if let Some(summary) = tool_response_text(event.get("tool_response")) {
-                found.add_all(cwd, summary_targets(&summary));
+            if let Some(summary) = output {
+                found.add_all(cwd, summary_targets(summary));
             }
         }
-        Some(name) if SHELL_TOOLS.contains(&name) => {
-            // Codex's shell tool can run in a `workdir` other than the session's `cwd`.
-            let workdir = tool_input
-                .and_then(|input| str_field(input, "workdir"))
-                .map(|dir| resolve_dir(cwd, dir));
-            let base = workdir.unwrap_or_else(|| cwd.map(str::to_owned));
-            shell_changed_files(tool_input, base.as_deref(), &mut found);
+        ToolInput::Shell {
+            command: Some(command),
+            ..
+        } => {
+            shell_changed_files(command, event.command_dir().as_deref(), &mut found);
         }
-        Some(name) if CLAUDE_EDIT_TOOLS.contains(&name) => {
-            let file = tool_input
-                .and_then(|input| str_field(input, "file_path"))
-                .or_else(|| {
-                    let response = event.get("tool_response")?;
-                    str_field(response, "filePath")
-                });
-            found.add_all(cwd, file);
-        }
-        _ => {}
+        ToolInput::EditFile(file) => found.add_all(cwd, file.as_deref()),
+        ToolInput::Shell { command: None, .. } | ToolInput::Other => {}
     }
     found.paths
 }
@@ -138,27 +152,21 @@ impl FoundPaths {
     }
 }
 
-/// The files changed by `apply_patch` runs inside a shell command. The command is a string, or
-/// an argv array: either `["apply_patch", PATCH]` itself or a shell invocation such as
-/// `["bash", "-lc", SCRIPT]`, whose elements are each searched.
-fn shell_changed_files(tool_input: Option<&Value>, base: Option<&str>, found: &mut FoundPaths) {
-    let command = tool_input.and_then(|input| match input {
-        Value::Object(_) => input.get("command").or_else(|| input.get("cmd")),
-        _ => Some(input),
-    });
+/// The files changed by `apply_patch` runs inside a shell command: a script, or an argv array,
+/// either `["apply_patch", PATCH]` itself or a shell invocation such as `["bash", "-lc",
+/// SCRIPT]`, whose elements are each searched.
+fn shell_changed_files(command: &Command, base: Option<&str>, found: &mut FoundPaths) {
     let scripts: Vec<&str> = match command {
-        Some(Value::String(script)) => vec![script],
-        Some(Value::Array(argv)) => {
-            let argv: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
-            if let [program, patch, ..] = argv[..] {
-                if matches!(program, "apply_patch" | "applypatch") {
+        Command::Script(script) => vec![script],
+        Command::Argv(argv) => {
+            if let [program, patch, ..] = &argv[..] {
+                if matches!(program.as_str(), "apply_patch" | "applypatch") {
                     found.add_all(base, patch_targets(patch));
                     return;
                 }
             }
-            argv
+            argv.iter().map(String::as_str).collect()
         }
-        _ => Vec::new(),
     };
     for script in scripts {
         for shell_patch in shell_patches(script) {
@@ -171,67 +179,16 @@ fn shell_changed_files(tool_input: Option<&Value>, base: Option<&str>, found: &m
     }
 }
 
-/// The texts that may hold an `apply_patch` patch: `tool_input.command` (a string, or each
-/// string of an array), or `tool_input` itself when it is a string.
-fn command_texts(tool_input: Option<&Value>) -> Vec<&str> {
-    let command = match tool_input {
-        Some(Value::Object(input)) => input
-            .get("command")
-            .or_else(|| input.get("input"))
-            .or_else(|| input.get("patch")),
-        other => other,
-    };
-    match command {
-        Some(Value::String(text)) => vec![text.as_str()],
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// The text that holds `apply_patch`'s summary. Today's Codex sends a plain string (with
-/// `Exit code:`/`Wall time:`/`Output:` lines first); older builds sent a JSON document, as a
-/// string, whose `output` field holds it; an actual object with `output` is accepted as well.
-fn tool_response_text(response: Option<&Value>) -> Option<String> {
-    match response? {
-        Value::String(text) => Some(response_string(text)),
-        Value::Object(object) => object
-            .get("output")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        _ => None,
-    }
-}
-
-/// A `tool_response` given as a string: the text itself, or, from older Codex builds, a JSON
-/// document as a string whose `output` field holds the text.
-pub(crate) fn response_string(text: &str) -> String {
-    if text.trim_start().starts_with('{') {
-        if let Ok(Value::Object(legacy)) = serde_json::from_str::<Value>(text) {
-            if let Some(Value::String(output)) = legacy.get("output") {
-                return output.clone();
-            }
-        }
-    }
-    text.to_owned()
-}
-
-fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
-    value.get(key).and_then(Value::as_str)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Parses a fixture from `tests/fixtures/hooks/` at the workspace root.
+    /// Parses a fixture from this crate's `tests/fixtures/hooks/`.
     macro_rules! fixture {
         ($name:literal) => {
-            serde_json::from_str::<Value>(include_str!(concat!(
-                "../../tests/fixtures/hooks/",
-                $name
-            )))
-            .expect(concat!("fixture ", $name, " is valid JSON"))
+            serde_json::from_str::<Value>(include_str!(concat!("../tests/fixtures/hooks/", $name)))
+                .expect(concat!("fixture ", $name, " is valid JSON"))
         };
     }
 
@@ -243,6 +200,23 @@ mod tests {
             session_id: session_id.to_owned(),
             filepaths: paths.iter().map(|p| p.to_string()).collect(),
         }
+    }
+
+    #[test]
+    fn actions_become_their_calls() {
+        let action = search("sess \"1\"", &["/p/a.rs", "/p/b c.kt"]);
+        assert_eq!(
+            action.call(1950, Some(2000)).unwrap().envelope(1),
+            r#"{"jsonrpc":"2.0","id":1,"method":"search","params":{"sessionId":"sess \"1\"","filepaths":["/p/a.rs","/p/b c.kt"],"deadlineMs":1950,"maxTokens":2000}}"#
+        );
+        let reset = Action::ResetSession {
+            session_id: "s-1".into(),
+        };
+        assert_eq!(
+            reset.call(1950, Some(2000)).unwrap().envelope(2),
+            r#"{"jsonrpc":"2.0","id":2,"method":"resetSession","params":{"sessionId":"s-1"}}"#
+        );
+        assert_eq!(Action::Nothing.call(1950, None), None);
     }
 
     #[test]

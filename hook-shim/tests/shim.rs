@@ -1,4 +1,4 @@
-//! Runs the real `guidebook-hook` binary against a fake sidecar on a temp Unix socket. Reads: fixtures under `tests/fixtures/hooks/`. Writes: temp sockets and directories.
+//! Runs the real `guidebook-hook` binary against a fake sidecar on a temp Unix socket. Reads: fixtures under `hook-shim/tests/fixtures/hooks/`. Writes: temp sockets and directories.
 
 use std::io::{self, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -10,11 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const APPLY_PATCH_ADD: &str =
-    include_str!("../../tests/fixtures/hooks/post_tool_use_apply_patch_add.json");
+const APPLY_PATCH_ADD: &str = include_str!("fixtures/hooks/post_tool_use_apply_patch_add.json");
 const SESSION_START_COMPACT: &str =
-    include_str!("../../tests/fixtures/hooks/claude_session_start_compact.json");
-const CLAUDE_READ: &str = include_str!("../../tests/fixtures/hooks/claude_post_tool_use_read.json");
+    include_str!("fixtures/hooks/claude_session_start_compact.json");
+const CLAUDE_READ: &str = include_str!("fixtures/hooks/claude_post_tool_use_read.json");
 
 const CODEX_SESSION: &str = "019a3c2e-5b7d-7f21-9c4e-2f1d8a6b0c11";
 const FOO_KT: &str = "/home/dev/proj/src/main/kotlin/com/acme/Foo.kt";

@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Subcommand;
-use serde_json::{json, Value};
+use guidebook_hook::protocol::{Call, SessionCall};
+use serde::de::DeserializeOwned;
 
-use super::client::{call, CallError};
+use super::client::{self, Reply};
 use super::CliError;
 use crate::breaker::Breaker;
 use crate::config::Settings;
@@ -38,14 +39,11 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub fn run(settings: &Settings, command: BreakerCommand) -> Result<ExitCode, CliError> {
     match command {
         BreakerCommand::Status { session, json } => {
-            let answer: BreakerAnswer =
-                match ask(settings, "breakerStatus", json!({"sessionId": session}))? {
-                    Some(v) => from_value(v)?,
-                    None => in_process(settings)?
-                        .status(&session)
-                        .map_err(CliError::Store)?
-                        .into(),
-                };
+            let asked = ask(settings, &SessionCall::breaker_status(&session).call())?;
+            let answer: BreakerAnswer = match asked {
+                Some(answer) => answer,
+                None => in_process(settings)?.status(&session)?.into(),
+            };
             if json {
                 println!(
                     "{}",
@@ -57,11 +55,10 @@ pub fn run(settings: &Settings, command: BreakerCommand) -> Result<ExitCode, Cli
             Ok(ExitCode::SUCCESS)
         }
         BreakerCommand::Reset { session } => {
-            let reset = match ask(settings, "resetBreaker", json!({"sessionId": session}))? {
-                Some(v) => from_value::<ResetAnswer>(v)?.reset,
-                None => in_process(settings)?
-                    .reset(&session)
-                    .map_err(CliError::Store)?,
+            let asked = ask::<ResetAnswer>(settings, &SessionCall::reset_breaker(&session).call())?;
+            let reset = match asked {
+                Some(answer) => answer.reset,
+                None => in_process(settings)?.reset(&session)?,
             };
             if reset {
                 println!("breaker reset for session {session}");
@@ -100,17 +97,13 @@ fn in_process(settings: &Settings) -> Result<Breaker, CliError> {
     Ok(Breaker::new(BreakerStore::new(db), settings.breaker))
 }
 
-fn ask(settings: &Settings, method: &str, params: Value) -> Result<Option<Value>, CliError> {
-    match call(settings, method, params, TIMEOUT) {
-        Ok(v) => Ok(Some(v)),
-        Err(CallError::Unreachable(why)) => {
+/// The sidecar's answer, or `None` when no sidecar runs (the caller then works in-process).
+fn ask<T: DeserializeOwned>(settings: &Settings, call: &Call) -> Result<Option<T>, CliError> {
+    match client::ask(settings, call, TIMEOUT)? {
+        Reply::Answer(answer) => Ok(Some(answer)),
+        Reply::NotRunning(why) => {
             eprintln!("guidebook: {why}; using {} directly", settings.db.display());
             Ok(None)
         }
-        Err(CallError::Failed(e)) => Err(e),
     }
-}
-
-fn from_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, CliError> {
-    serde_json::from_value(v).map_err(|e| CliError::Sidecar(format!("unexpected answer: {e}")))
 }

@@ -6,12 +6,13 @@ use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use super::client::{call, CallError};
+use super::client::{ask, Reply};
 use super::hooks;
 use crate::config::{ConfigError, Settings};
 use crate::guidebook::Guidebook;
 use crate::hook_config::{self, Host};
 use crate::store::Database;
+use guidebook_hook::protocol::{method, no_params};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -171,13 +172,10 @@ fn output_bounded(cmd: &mut Command, limit: Duration) -> io::Result<String> {
 fn sidecar(settings: &Settings) -> Check {
     const NAME: &str = "sidecar";
     let socket = settings.socket.display();
-    match call(
-        settings,
-        "status",
-        serde_json::json!({}),
-        Duration::from_secs(3),
-    ) {
-        Ok(status) => {
+    let status =
+        ask::<serde_json::Value>(settings, &no_params(method::STATUS), Duration::from_secs(3));
+    match status {
+        Ok(Reply::Answer(status)) => {
             let version = status["version"].as_str().unwrap_or("?");
             let guidelines = status["guidebook"]["guidelines"].as_u64().unwrap_or(0);
             let detail = format!("{version} answering on {socket} ({guidelines} guidelines)");
@@ -191,7 +189,7 @@ fn sidecar(settings: &Settings) -> Check {
                 )
             }
         }
-        Err(CallError::Unreachable(why)) => {
+        Ok(Reply::NotRunning(why)) => {
             let autostart =
                 std::env::var_os("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART").is_none_or(|v| v != "1");
             if autostart {
@@ -208,7 +206,7 @@ fn sidecar(settings: &Settings) -> Check {
                 )
             }
         }
-        Err(CallError::Failed(e)) => Check::fail(NAME, e.to_string(), "guidebook status"),
+        Err(e) => Check::fail(NAME, e.to_string(), "guidebook status"),
     }
 }
 

@@ -1,16 +1,19 @@
-//! `guidebook explain --session ID FILE...`: which guidelines apply to and match each file, as a
-//! table (or the raw result with `--json`). Asks the running sidecar; when none runs, evaluates
-//! in-process against the same guidebook and database. Records nothing.
+//! `guidebook explain --session ID FILE...`: which guidelines apply to and match each file, why.
+//!
+//! Prints a table (or the raw result with `--json`). Asks the running sidecar; when none runs,
+//! evaluates in-process against the same guidebook and database. Records nothing.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::client::{call, CallError};
+use guidebook_hook::protocol::Explain;
+
+use super::client::{ask, Reply};
 use super::CliError;
 use crate::config::Settings;
 use crate::engine::Engine;
-use crate::rpc::explain::{self, Explanation};
+use crate::explain::{explain, Explanation};
 
 pub fn run(
     settings: &Settings,
@@ -19,24 +22,18 @@ pub fn run(
     files: Vec<PathBuf>,
 ) -> Result<ExitCode, CliError> {
     let filepaths = super::absolute_paths(files)?;
-    let params = serde_json::json!({"filepaths": filepaths, "sessionId": session});
-    let explanation: Explanation = match call(settings, "explain", params, Duration::from_secs(10))
-    {
-        Ok(v) => serde_json::from_value(v)
-            .map_err(|e| CliError::Sidecar(format!("unexpected explain answer: {e}")))?,
-        Err(CallError::Unreachable(why)) => {
+    let call = Explain {
+        filepaths: filepaths.clone(),
+        session_id: session.clone(),
+    }
+    .call();
+    let explanation: Explanation = match ask(settings, &call, Duration::from_secs(10))? {
+        Reply::Answer(explanation) => explanation,
+        Reply::NotRunning(why) => {
             eprintln!("guidebook: {why}; evaluating in-process");
             let engine = Engine::open(settings.clone())?;
-            explain::handle(
-                &engine,
-                explain::Params {
-                    filepaths,
-                    session_id: session,
-                },
-            )
-            .map_err(|e| CliError::Sidecar(e.to_string()))?
+            explain(&engine, &filepaths, session.as_deref())?
         }
-        Err(CallError::Failed(e)) => return Err(e),
     };
     if json {
         println!(

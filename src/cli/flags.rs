@@ -1,19 +1,20 @@
-//! `guidebook flags list|get|set|init`: reads and changes feature flags. Asks the running
-//! sidecar (so its environment overrides show); when none runs, works on the flags file
-//! directly with the same code. Writes: the flags file (`set`, `init`).
+//! `guidebook flags list|get|set|init`: reads and changes feature flags. Writes: the flags file.
+//!
+//! Asks the running sidecar (so its environment overrides show); when none runs, works on the
+//! flags file directly through the same domain code ([`Flags`]).
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Subcommand;
-use serde_json::{json, Value};
+use guidebook_hook::protocol::{method, no_params, Call, IsEnabled, SetFlag};
+use serde::de::DeserializeOwned;
 
-use super::client::{call, CallError};
-use super::CliError;
+use super::client::{self, Reply};
+use super::{CliError, UsageError};
 use crate::config::Settings;
 use crate::flags::Flags;
 use crate::rpc::get_flags::{self, FlagState, FlagsAnswer};
-use crate::rpc::set_flag;
 
 #[derive(Debug, Subcommand)]
 pub enum FlagsCommand {
@@ -48,8 +49,8 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliError> {
     match command {
         FlagsCommand::List { json } => {
-            let answer: FlagsAnswer = match ask(settings, "getFlags", json!({}))? {
-                Some(v) => from_value(v)?,
+            let answer: FlagsAnswer = match ask(settings, &no_params(method::GET_FLAGS))? {
+                Some(answer) => answer,
                 None => get_flags::answer(&Flags::open(settings.flags.clone())),
             };
             if json {
@@ -67,8 +68,13 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
             })
         }
         FlagsCommand::Get { flag, key } => {
-            let on = match ask(settings, "isEnabled", json!({"flag": flag, "key": key}))? {
-                Some(v) => from_value(v)?,
+            let call = IsEnabled {
+                flag: flag.clone(),
+                key: key.clone(),
+            }
+            .call();
+            let on = match ask(settings, &call)? {
+                Some(on) => on,
                 None => Flags::open(settings.flags.clone()).is_enabled(&flag, key.as_deref()),
             };
             println!("{on}");
@@ -79,11 +85,25 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
             enabled,
             rollout,
         } => {
-            let params = json!({"flag": flag, "enabled": enabled, "rolloutPercent": rollout});
-            let state: FlagState = match ask(settings, "setFlag", params.clone())? {
-                Some(v) => from_value(v)?,
-                None => set_flag::set(&Flags::open(settings.flags.clone()), from_value(params)?)
-                    .map_err(|e| CliError::Sidecar(e.to_string()))?,
+            if enabled.is_none() && rollout.is_none() {
+                return Err(UsageError::NothingToSet.into());
+            }
+            let call = SetFlag {
+                flag: flag.clone(),
+                enabled,
+                rollout_percent: rollout,
+            }
+            .call();
+            let state: FlagState = match ask(settings, &call)? {
+                Some(state) => state,
+                None => {
+                    // clap keeps --rollout within 0..=100.
+                    let rollout = rollout.map(|p| p.min(100) as u8);
+                    let flags = Flags::open(settings.flags.clone());
+                    flags
+                        .set(&flag, enabled, rollout, &crate::flags::updated_by())?
+                        .into()
+                }
             };
             println!(
                 "{flag}: {} rollout {}%{}  (written to {})",
@@ -122,22 +142,17 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
 }
 
 /// The sidecar's answer, or `None` when no sidecar runs (the caller then works in-process).
-fn ask(settings: &Settings, method: &str, params: Value) -> Result<Option<Value>, CliError> {
-    match call(settings, method, params, TIMEOUT) {
-        Ok(v) => Ok(Some(v)),
-        Err(CallError::Unreachable(why)) => {
+fn ask<T: DeserializeOwned>(settings: &Settings, call: &Call) -> Result<Option<T>, CliError> {
+    match client::ask(settings, call, TIMEOUT)? {
+        Reply::Answer(answer) => Ok(Some(answer)),
+        Reply::NotRunning(why) => {
             eprintln!(
                 "guidebook: {why}; using {} directly",
                 settings.flags.display()
             );
             Ok(None)
         }
-        Err(CallError::Failed(e)) => Err(e),
     }
-}
-
-fn from_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, CliError> {
-    serde_json::from_value(v).map_err(|e| CliError::Sidecar(format!("unexpected answer: {e}")))
 }
 
 fn table(a: &FlagsAnswer) -> String {

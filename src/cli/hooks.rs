@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Subcommand};
 
-use super::CliError;
+use super::{CliError, UsageError};
 use crate::hook_config::{self, Host, Wiring, HOOK_PROGRAM};
 
 #[derive(Debug, Subcommand)]
@@ -84,9 +84,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     };
     let hosts = target.hosts();
     if target.print && hosts.len() > 1 {
-        return Err(CliError::Usage(
-            "--print shows one file: give --codex or --claude, not both".into(),
-        ));
+        return Err(UsageError::PrintOneFile.into());
     }
     for host in hosts {
         let path = config_file(host, target.project.as_deref())?;
@@ -132,16 +130,9 @@ fn apply(
     print: bool,
 ) -> Result<(), CliError> {
     let original = read_config(path)?;
-    let edited = edit(&original).map_err(|e| {
-        // A syntax error starts with its line and column, which read as part of the path.
-        let separator = match e {
-            hook_config::EditError::Syntax { .. } => ":",
-            _ => ": ",
-        };
-        CliError::Usage(format!(
-            "{}{separator}{e}; nothing was changed",
-            path.display()
-        ))
+    let edited = edit(&original).map_err(|source| CliError::HookConfig {
+        path: path.to_path_buf(),
+        source,
     })?;
     if print {
         print!("{edited}");
@@ -184,7 +175,7 @@ pub fn mcp_server_file(host: Host, project: Option<&Path>) -> Result<PathBuf, Cl
             }
             let home = std::env::var_os("HOME")
                 .filter(|v| !v.is_empty())
-                .ok_or_else(|| CliError::Usage("HOME is not set: give --project DIR".into()))?;
+                .ok_or(UsageError::NoHomeForHooks)?;
             Ok(PathBuf::from(home).join(".claude.json"))
         }
     }
@@ -214,7 +205,7 @@ pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliErr
     }
     let home = std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| CliError::Usage("HOME is not set: give --project DIR".into()))?;
+        .ok_or(UsageError::NoHomeForHooks)?;
     Ok(PathBuf::from(home).join(dir_name).join(file_name))
 }
 

@@ -32,7 +32,7 @@ pub fn run(settings: &Settings) -> Result<ExitCode, CliError> {
         tool_timeout: TOOL_TIMEOUT,
     };
     let server = GuidebookMcp::new(Sidecar::new(settings.socket.clone(), autostart), options);
-    mcp::serve(server).map_err(|e| CliError::Invalid(e.to_string()))?;
+    mcp::serve(server)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -149,13 +149,62 @@ pub enum CliError {
         doing: String,
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Sidecar(String),
-    /// A request that cannot be carried out as given; the text says why and what to do.
-    #[error("{0}")]
-    Usage(String),
-    #[error("{0}")]
-    Invalid(String),
+    /// The running sidecar could not answer, or answered with an error.
+    #[error(transparent)]
+    Sidecar(#[from] client::SidecarError),
+    /// A search in this process failed (no sidecar involved).
+    #[error(transparent)]
+    Search(#[from] crate::search::SearchError),
+    /// A flag change refused in this process (no sidecar involved).
+    #[error(transparent)]
+    Flags(#[from] crate::flags::FlagsError),
+    /// An agent's hook configuration that cannot be edited.
+    #[error("{}{}{source}; nothing was changed", path.display(), separator(source))]
+    HookConfig {
+        path: PathBuf,
+        source: crate::hook_config::EditError,
+    },
+    /// A command this one runs (`systemctl`, `launchctl`) failed.
+    #[error("`{command}` failed ({status})")]
+    Command {
+        command: String,
+        status: std::process::ExitStatus,
+    },
+    /// `guidebook mcp` could not serve.
+    #[error(transparent)]
+    Mcp(#[from] crate::mcp::McpError),
+    /// Arguments that cannot be carried out as given.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+}
+
+/// A syntax error starts with its line and column, which read as part of the path.
+fn separator(e: &crate::hook_config::EditError) -> &'static str {
+    match e {
+        crate::hook_config::EditError::Syntax { .. } => ":",
+        _ => ": ",
+    }
+}
+
+/// Arguments that cannot be carried out as given; each text says why and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("--print shows one file: give --codex or --claude, not both")]
+    PrintOneFile,
+    #[error("HOME is not set: give --project DIR")]
+    NoHomeForHooks,
+    #[error("HOME is not set to an absolute path; cannot tell where to install")]
+    NoHomeForService,
+    #[error("Invalid disclosure_phase `{given}`: expected one of {expected}")]
+    Phase { given: String, expected: String },
+    #[error("--context must be a JSON object")]
+    ContextNotObject,
+    #[error("--context is not JSON: {0}")]
+    ContextNotJson(serde_json::Error),
+    #[error("unknown role {role:?}; known roles: {known}")]
+    UnknownRole { role: String, known: String },
+    #[error("give --enabled and/or --rollout: there is nothing to set")]
+    NothingToSet,
 }
 
 /// FILE arguments as the absolute paths the sidecar requires, resolved against the current

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use super::CliError;
+use super::{CliError, UsageError};
 use crate::config::Settings;
 use crate::prompt::{self, Phase, PromptPacks, PromptRequest};
 
@@ -18,32 +18,28 @@ pub struct PromptArgs {
 }
 
 pub fn run(settings: &Settings, args: PromptArgs) -> Result<ExitCode, CliError> {
-    let phase = Phase::from_name(&args.phase).ok_or_else(|| {
-        CliError::Invalid(format!(
-            "Invalid disclosure_phase `{}`: expected one of {}",
-            args.phase,
-            Phase::NAMES.join(", ")
-        ))
+    let phase = Phase::from_name(&args.phase).ok_or_else(|| UsageError::Phase {
+        given: args.phase.clone(),
+        expected: Phase::NAMES.join(", "),
     })?;
     let context = match &args.context {
         None => None,
         Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(m)) => Some(m),
-            Ok(_) => return Err(CliError::Invalid("--context must be a JSON object".into())),
-            Err(e) => return Err(CliError::Invalid(format!("--context is not JSON: {e}"))),
+            Ok(_) => return Err(UsageError::ContextNotObject.into()),
+            Err(e) => return Err(UsageError::ContextNotJson(e).into()),
         },
     };
     let packs = PromptPacks::load(settings.guidebook_root.clone()).snapshot();
     for e in &packs.errors {
         eprintln!("guidebook: warning: {e}");
     }
-    let pack = packs.get(&args.role).ok_or_else(|| {
-        CliError::Invalid(format!(
-            "unknown role {:?}; known roles: {}",
-            args.role,
-            packs.roles().join(", ")
-        ))
-    })?;
+    let pack = packs
+        .get(&args.role)
+        .ok_or_else(|| UsageError::UnknownRole {
+            role: args.role.clone(),
+            known: packs.roles().join(", "),
+        })?;
     let tokenizer = settings.tokenizer;
     let built = prompt::build(
         pack,

@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use clap::{Subcommand, ValueEnum};
 
-use super::client::{call, CallError};
-use super::CliError;
+use super::client::{ask, Reply};
+use super::{CliError, UsageError};
 use crate::config::Settings;
 use crate::service::{
     files, Manager, ServiceFile, ServiceTarget, LAUNCHD_LABEL, MARKER, SERVICE_UNIT, SOCKET_UNIT,
 };
+use guidebook_hook::protocol::{method, no_params};
 
 #[derive(Debug, Subcommand)]
 pub enum ServiceCommand {
@@ -90,11 +91,7 @@ fn target(settings: &Settings) -> Result<ServiceTarget, CliError> {
             doing: "finding this binary's path".into(),
             source,
         })?;
-    let user_home = env_path("HOME").ok_or_else(|| {
-        CliError::Sidecar(
-            "HOME is not set to an absolute path; cannot tell where to install".into(),
-        )
-    })?;
+    let user_home = env_path("HOME").ok_or(UsageError::NoHomeForService)?;
     let config_home = env_path("XDG_CONFIG_HOME").unwrap_or_else(|| user_home.join(".config"));
     Ok(ServiceTarget {
         exe,
@@ -201,10 +198,10 @@ fn run_command(argv: &[String]) -> Result<(), CliError> {
     if status.success() {
         Ok(())
     } else {
-        Err(CliError::Sidecar(format!(
-            "`{}` failed ({status})",
-            shell_line(argv)
-        )))
+        Err(CliError::Command {
+            command: shell_line(argv),
+            status,
+        })
     }
 }
 
@@ -334,19 +331,16 @@ fn status(settings: &Settings, manager: Manager) -> Result<ExitCode, CliError> {
         };
         println!("{}: {state}", file.path.display());
     }
-    match call(
-        settings,
-        "status",
-        serde_json::json!({}),
-        Duration::from_secs(2),
-    ) {
-        Ok(v) => println!(
+    let status =
+        ask::<serde_json::Value>(settings, &no_params(method::STATUS), Duration::from_secs(2));
+    match status {
+        Ok(Reply::Answer(v)) => println!(
             "sidecar: answering on {} (version {})",
             settings.socket.display(),
             v["version"].as_str().unwrap_or("unknown")
         ),
-        Err(CallError::Unreachable(why)) => println!("sidecar: not answering ({why})"),
-        Err(CallError::Failed(e)) => println!("sidecar: answered badly: {e}"),
+        Ok(Reply::NotRunning(why)) => println!("sidecar: not answering ({why})"),
+        Err(e) => println!("sidecar: answered badly: {e}"),
     }
     Ok(if current {
         ExitCode::SUCCESS

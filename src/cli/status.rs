@@ -4,27 +4,24 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::client::{call, CallError};
+use super::client::SidecarError;
+use super::client::{ask, Reply};
 use super::CliError;
 use crate::config::Settings;
 use crate::rpc::status::Status;
+use guidebook_hook::protocol::{method, no_params};
 
 pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
-    let value = match call(
-        settings,
-        "status",
-        serde_json::json!({}),
-        Duration::from_secs(5),
-    ) {
-        Ok(v) => v,
-        Err(CallError::Unreachable(why)) => {
-            eprintln!(
+    let value: serde_json::Value =
+        match ask(settings, &no_params(method::STATUS), Duration::from_secs(5))? {
+            Reply::Answer(v) => v,
+            Reply::NotRunning(why) => {
+                eprintln!(
                 "guidebook: the sidecar is not running ({why}); start it with `guidebook serve`"
             );
-            return Ok(ExitCode::FAILURE);
-        }
-        Err(CallError::Failed(e)) => return Err(e),
-    };
+                return Ok(ExitCode::FAILURE);
+            }
+        };
     if json {
         println!(
             "{}",
@@ -32,8 +29,10 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let s: Status = serde_json::from_value(value)
-        .map_err(|e| CliError::Sidecar(format!("unexpected status answer: {e}")))?;
+    let s: Status = serde_json::from_value(value).map_err(|source| SidecarError::Answer {
+        method: method::STATUS,
+        source,
+    })?;
     println!("version     {}", s.version);
     println!("uptime      {}s", s.uptime_seconds);
     println!("socket      {}", s.socket);

@@ -24,10 +24,17 @@ use arc_swap::ArcSwap;
 
 pub use file::{FlagDef, FlagName, FlagsFile, Meta, OVERRIDE_PREFIX};
 
-/// Gates progressive disclosure in `buildPrompt`; off means every phase is `full`.
-pub const PROGRESSIVE_DISCLOSURE: &str = "progressive_disclosure";
-/// Gates the circuit-breaker part of the hook shim.
-pub const HOOKS_ENABLED: &str = "hooks_enabled";
+/// Gates progressive disclosure in `buildPrompt` (off: every phase is `full`), and the
+/// circuit-breaker part of the hook shim: named once, in the protocol every client shares.
+pub use guidebook_hook::protocol::{HOOKS_ENABLED, PROGRESSIVE_DISCLOSURE};
+
+/// `_meta.updated_by` for a flag change: the user this process runs as.
+pub fn updated_by() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| format!("uid {}", unsafe { libc::geteuid() }));
+    format!("{user} (guidebook setFlag)")
+}
 
 /// What `setFlag` can fail with.
 #[derive(Debug, thiserror::Error)]

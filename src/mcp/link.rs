@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 use guidebook_hook::autostart;
 use guidebook_hook::client::{self, ClientError};
 use guidebook_hook::hook::SidecarLink;
-
-/// Taken off the remaining budget when telling the sidecar its deadline, as the shim does, so
-/// that its answer still has time to travel back.
-const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
+use guidebook_hook::protocol::{self, deadline_ms, Call, CallError};
 
 /// Idle connections kept for later calls; more than the agent's parallel tool calls is waste.
 const MAX_IDLE: usize = 4;
@@ -61,7 +58,7 @@ impl Sidecar {
     ) -> Result<Vec<u8>, ClientError> {
         let send = |stream: &mut UnixStream| {
             let left = deadline.saturating_duration_since(Instant::now());
-            let body = body(millis(left.saturating_sub(DEADLINE_MARGIN)));
+            let body = body(deadline_ms(left));
             client::post_keep_alive(stream, &body, deadline)
         };
         if let Some(mut stream) = self.take_idle() {
@@ -80,21 +77,12 @@ impl Sidecar {
         Ok(answer)
     }
 
-    /// One JSON-RPC call of `method` with `params`: its `result`, or the sidecar's error.
-    pub fn call(
-        &self,
-        method: &str,
-        params: serde_json::Value,
-        timeout: Duration,
-    ) -> Result<serde_json::Value, String> {
-        let request =
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-                .to_string();
+    /// One JSON-RPC call: its `result`, or why there is none.
+    pub fn call(&self, call: &Call, timeout: Duration) -> Result<serde_json::Value, CallError> {
         let deadline = Instant::now() + timeout;
-        let answer = self
-            .exchange(&|_| request.clone(), true, deadline)
-            .map_err(|e| format!("{e} ({})", self.socket.display()))?;
-        guidebook_hook::parse_response(&answer).map_err(|e| e.to_string())
+        protocol::call(call, |request| {
+            self.exchange(&|_| request.to_owned(), true, deadline)
+        })
     }
 
     fn connect(&self, deadline: Instant, may_start: bool) -> Result<UnixStream, ClientError> {
@@ -155,8 +143,4 @@ impl SidecarLink for HookLink<'_> {
     fn report(&mut self, problem: &str) {
         tracing::warn!("hook: {problem}");
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

@@ -23,6 +23,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
+use guidebook_hook::protocol::CallError;
 use link::{HookLink, Sidecar};
 
 /// How `guidebook mcp` behaves, from its environment (the same variables as the shim's).
@@ -79,10 +80,12 @@ impl GuidebookMcp {
             Some(Err(why)) => return tool_error(format!("{name}: {why}")),
             None => return tool_error(format!("no tool named {name:?}")),
         };
-        let (method, params) = call;
-        match self.sidecar.call(method, params, self.options.tool_timeout) {
+        match self.sidecar.call(&call, self.options.tool_timeout) {
             Ok(result) => CallToolResult::success(vec![ContentBlock::text(result.to_string())]),
-            Err(why) => tool_error(format!("{name}: {why}")),
+            Err(CallError::Exchange(e)) => {
+                tool_error(format!("{name}: {e} ({})", self.sidecar.socket().display()))
+            }
+            Err(CallError::Response(e)) => tool_error(format!("{name}: {e}")),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use guidebook_hook::protocol::{self, Call};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use rmcp::schemars::JsonSchema;
 use serde::Deserialize;
@@ -183,60 +184,59 @@ pub fn all() -> Vec<Tool> {
     ]
 }
 
-/// The sidecar method and params for an agent tool's arguments, or why the arguments do not fit
-/// (`None`: no such tool).
-pub fn sidecar_call(
-    tool: &str,
-    arguments: JsonObject,
-) -> Option<Result<(&'static str, Value), String>> {
+/// The sidecar call for an agent tool's arguments, or why the arguments do not fit (`None`: no
+/// such tool).
+pub fn sidecar_call(tool: &str, arguments: JsonObject) -> Option<Result<Call, String>> {
     fn parse<T: for<'de> Deserialize<'de>>(arguments: JsonObject) -> Result<T, String> {
         serde_json::from_value(Value::Object(arguments))
             .map_err(|e| format!("invalid arguments: {e}"))
     }
     let call = match tool {
         "search_guidelines" => parse::<SearchParams>(arguments).map(|p| {
-            let mut params = json!({"sessionId": p.session_id, "filepaths": p.filepaths});
-            if let Some(max_tokens) = p.max_tokens {
-                params["maxTokens"] = json!(max_tokens);
+            protocol::Search {
+                session_id: p.session_id,
+                filepaths: p.filepaths,
+                deadline_ms: None,
+                max_tokens: p.max_tokens,
             }
-            ("search", params)
+            .call()
         }),
         "explain_guidelines" => parse::<ExplainParams>(arguments).map(|p| {
-            let mut params = json!({"filepaths": p.filepaths});
-            if let Some(session) = p.session_id {
-                params["sessionId"] = json!(session);
+            protocol::Explain {
+                filepaths: p.filepaths,
+                session_id: p.session_id,
             }
-            ("explain", params)
+            .call()
         }),
         "build_prompt" => parse::<BuildPromptParams>(arguments).map(|p| {
-            let mut params = json!({"task": p.task});
-            let optional = [
-                ("context", p.context.map(Value::Object)),
-                ("role", p.role.map(Value::String)),
-                ("disclosurePhase", p.disclosure_phase.map(Value::String)),
-                ("sessionId", p.session_id.map(Value::String)),
-            ];
-            for (key, value) in optional {
-                if let Some(value) = value {
-                    params[key] = value;
-                }
+            protocol::BuildPrompt {
+                task: p.task,
+                context: p.context,
+                role: p.role,
+                disclosure_phase: p.disclosure_phase,
+                session_id: p.session_id,
             }
-            ("buildPrompt", params)
+            .call()
         }),
         "record_error" => parse::<RecordErrorParams>(arguments).map(|p| {
-            let errors: Vec<Value> = p
-                .errors
-                .into_iter()
-                .map(|e| json!({"tool": e.tool, "code": e.code, "file": e.file}))
-                .collect();
-            (
-                "recordError",
-                json!({"sessionId": p.session_id, "errors": errors}),
-            )
+            protocol::RecordError {
+                session_id: p.session_id,
+                errors: p
+                    .errors
+                    .into_iter()
+                    .map(|e| protocol::CheckError {
+                        tool: e.tool,
+                        code: e.code,
+                        file: e.file,
+                    })
+                    .collect(),
+            }
+            .call()
         }),
         "breaker_status" => parse::<SessionParams>(arguments)
-            .map(|p| ("breakerStatus", json!({"sessionId": p.session_id}))),
-        "list_flags" => parse::<NoParams>(arguments).map(|NoParams {}| ("getFlags", json!({}))),
+            .map(|p| protocol::SessionCall::breaker_status(&p.session_id).call()),
+        "list_flags" => parse::<NoParams>(arguments)
+            .map(|NoParams {}| protocol::no_params(protocol::method::GET_FLAGS)),
         _ => return None,
     };
     Some(call)
@@ -284,23 +284,25 @@ mod tests {
 
     #[test]
     fn arguments_become_the_sidecar_params_in_camel_case() {
-        let (method, params) = sidecar_call(
+        let call = sidecar_call(
             "build_prompt",
             args(json!({"task": "t", "disclosure_phase": "summary", "session_id": "s"})),
         )
         .unwrap()
         .unwrap();
+        let (method, params) = (call.method, call.params_value());
         assert_eq!(method, "buildPrompt");
         assert_eq!(
             params,
             json!({"task": "t", "disclosurePhase": "summary", "sessionId": "s"})
         );
-        let (method, params) = sidecar_call(
+        let call = sidecar_call(
             "search_guidelines",
             args(json!({"session_id": "s", "filepaths": ["/a.py"], "max_tokens": 10})),
         )
         .unwrap()
         .unwrap();
+        let (method, params) = (call.method, call.params_value());
         assert_eq!(method, "search");
         assert_eq!(
             params,

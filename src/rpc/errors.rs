@@ -24,7 +24,7 @@ pub enum RpcError {
     #[error("storage error: {0}")]
     Storage(StoreError),
     #[error("flags file error: {0}")]
-    Flags(String),
+    Flags(crate::flags::FlagsError),
 }
 
 impl From<StoreError> for RpcError {
@@ -32,6 +32,15 @@ impl From<StoreError> for RpcError {
         match e {
             StoreError::DeadlineExceeded => RpcError::DeadlineExceeded,
             e => RpcError::Storage(e),
+        }
+    }
+}
+
+impl From<crate::search::SearchError> for RpcError {
+    fn from(e: crate::search::SearchError) -> Self {
+        match e {
+            crate::search::SearchError::DeadlineExceeded => RpcError::DeadlineExceeded,
+            crate::search::SearchError::Store(e) => e.into(),
         }
     }
 }

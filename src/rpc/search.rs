@@ -1,15 +1,13 @@
-//! Answers `search`: the guidelines that apply to and match the changed files and that this
-//! session has not been shown, recording them as shown. Reads: guideline snapshot, files.
-//! Writes: presentation.
+//! Answers `search`: validates the params and runs [`crate::search::search`]. Reads: guideline
+//! snapshot, files. Writes: presentation.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::{absolute_paths, non_empty, RpcError};
 use crate::engine::Engine;
-use crate::guidebook::GuidelineSnapshot;
+use crate::search::{search, SearchRequest, ShownGuideline};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -31,6 +29,15 @@ pub struct FoundGuideline {
     pub content: String,
 }
 
+impl From<ShownGuideline> for FoundGuideline {
+    fn from(g: ShownGuideline) -> Self {
+        FoundGuideline {
+            id: g.id,
+            content: g.content,
+        }
+    }
+}
+
 pub fn handle(
     engine: &Engine,
     params: Params,
@@ -38,153 +45,14 @@ pub fn handle(
 ) -> Result<Vec<FoundGuideline>, RpcError> {
     non_empty("sessionId", &params.session_id)?;
     absolute_paths(&params.filepaths)?;
-    let deadline = params
-        .deadline_ms
-        .map(|ms| received + Duration::from_millis(ms));
-    if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Err(RpcError::DeadlineExceeded);
-    }
-    if params.filepaths.is_empty() {
-        return Ok(Vec::new());
-    }
-
-    let snapshot = engine.guidebook.snapshot();
-    let paths: Vec<&str> = params.filepaths.iter().map(String::as_str).collect();
-    let mut matched = vec![false; snapshot.guidelines.len()];
-    let evaluated = engine
-        .evaluate_until(&snapshot, &paths, false, deadline)
-        .ok_or(RpcError::DeadlineExceeded)?;
-    for file in evaluated {
-        for m in file.matches {
-            matched[m.guideline] = true;
-        }
-    }
-    // Snapshot order is id order, so the candidates (and so the result) are sorted by id.
-    let candidates: Vec<&str> = matched
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| **m)
-        .map(|(i, _)| snapshot.guidelines[i].id())
-        .collect();
-    let shown = match params.max_tokens {
-        None => engine.presentations.present_new(
-            &params.session_id,
-            &candidates,
-            deadline,
-            |unseen| unseen,
-        )?,
-        Some(budget) => {
-            let tokenizer = engine.tokenizer;
-            let count = |text: &str| tokenizer.count(text);
-            // Each candidate's block is counted before the write lock is taken (once per
-            // snapshot: the count is kept with the guideline); inside it only the chosen prefix
-            // is counted, once or twice.
-            let blocks: HashMap<&str, usize> = candidates
-                .iter()
-                .filter_map(|id| {
-                    let g = &snapshot.guidelines[snapshot.index_of(id)?];
-                    Some((*id, g.block_tokens(|| count(&block_of(&snapshot, id)))))
-                })
-                .collect();
-            let header = count(guidebook_hook::CONTEXT_HEADER);
-            engine.presentations.present_new(
-                &params.session_id,
-                &candidates,
-                deadline,
-                |unseen| {
-                    within_budget(unseen, budget as usize, header, &blocks, |ids| {
-                        count(&guidebook_hook::context_text(
-                            ids.iter().map(|id| (*id, content_of(&snapshot, id))),
-                        ))
-                    })
-                },
-            )?
-        }
+    let request = SearchRequest {
+        session_id: &params.session_id,
+        filepaths: &params.filepaths,
+        deadline: params
+            .deadline_ms
+            .map(|ms| received + Duration::from_millis(ms)),
+        max_tokens: params.max_tokens,
     };
-    Ok(shown
-        .into_iter()
-        .filter_map(|id| snapshot.index_of(id))
-        .map(|i| {
-            let g = &snapshot.guidelines[i].guideline;
-            FoundGuideline {
-                id: g.id.clone(),
-                content: g.content.clone(),
-            }
-        })
-        .collect())
-}
-
-fn content_of<'a>(snapshot: &'a GuidelineSnapshot, id: &str) -> &'a str {
-    snapshot
-        .index_of(id)
-        .map(|i| snapshot.guidelines[i].guideline.content.as_str())
-        .unwrap_or_default()
-}
-
-fn block_of(snapshot: &GuidelineSnapshot, id: &str) -> String {
-    guidebook_hook::guideline_block(id, content_of(snapshot, id))
-}
-
-/// The longest prefix of `unseen` (in id order) whose hook text stays within `budget` tokens,
-/// and never less than the first one. Blocks are first added up from their separate counts
-/// (`header` + `blocks[id]`); the chosen text is then counted exactly, as BPE may merge across
-/// a block boundary, and shortened from the tail while it is over.
-pub fn within_budget<'a>(
-    unseen: Vec<&'a str>,
-    budget: usize,
-    header: usize,
-    blocks: &HashMap<&str, usize>,
-    exact: impl Fn(&[&'a str]) -> usize,
-) -> Vec<&'a str> {
-    let mut total = header;
-    let mut take = 0;
-    for id in &unseen {
-        let next = total + blocks.get(id).copied().unwrap_or(0);
-        if take > 0 && next > budget {
-            break;
-        }
-        total = next;
-        take += 1;
-    }
-    let mut chosen: Vec<&'a str> = unseen.into_iter().take(take).collect();
-    while chosen.len() > 1 && exact(&chosen) > budget {
-        chosen.pop();
-    }
-    chosen
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn budget_takes_a_prefix_and_always_the_first() {
-        let blocks: HashMap<&str, usize> = [("a", 400), ("b", 400), ("c", 900), ("d", 10)]
-            .into_iter()
-            .collect();
-        let sum = |ids: &[&str]| 10 + ids.iter().map(|i| blocks[i]).sum::<usize>();
-        let unseen = || vec!["a", "b", "c", "d"];
-        assert_eq!(
-            within_budget(unseen(), 1715, 10, &blocks, sum),
-            ["a", "b", "c"]
-        );
-        assert_eq!(
-            within_budget(unseen(), 1720, 10, &blocks, sum),
-            ["a", "b", "c", "d"]
-        );
-        // A prefix, not a knapsack: `d` would fit if `c` were skipped, but ids stay in order so
-        // that what is left comes, in order, with the next change.
-        assert_eq!(within_budget(unseen(), 1000, 10, &blocks, sum), ["a", "b"]);
-        assert_eq!(within_budget(unseen(), 5, 10, &blocks, sum), ["a"]);
-        assert_eq!(
-            within_budget(vec![], 5, 10, &blocks, sum),
-            Vec::<&str>::new()
-        );
-        // The exact count can exceed the sum of the parts: the tail is dropped until it fits.
-        let merged_worse = |ids: &[&str]| sum(ids) + 5 * ids.len();
-        assert_eq!(
-            within_budget(unseen(), 812, 10, &blocks, merged_worse),
-            ["a"]
-        );
-    }
+    let shown = search(engine, request)?;
+    Ok(shown.into_iter().map(FoundGuideline::from).collect())
 }

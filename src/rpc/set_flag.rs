@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::get_flags::FlagState;
 use super::RpcError;
 use crate::engine::Engine;
-use crate::flags::{Flags, FlagsError};
+use crate::flags::{updated_by, FlagsError};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -19,11 +19,6 @@ pub struct Params {
 }
 
 pub fn handle(engine: &Engine, params: Params) -> Result<FlagState, RpcError> {
-    set(&engine.flags, params)
-}
-
-/// Applies `params` to `flags`; shared with `guidebook flags set` when no sidecar runs.
-pub fn set(flags: &Flags, params: Params) -> Result<FlagState, RpcError> {
     if params.enabled.is_none() && params.rollout_percent.is_none() {
         return Err(RpcError::InvalidParams(
             "give `enabled` and/or `rolloutPercent`: there is nothing to set".into(),
@@ -37,19 +32,12 @@ pub fn set(flags: &Flags, params: Params) -> Result<FlagState, RpcError> {
         }
         p => p.map(|p| p as u8),
     };
-    flags
+    engine
+        .flags
         .set(&params.flag, params.enabled, rollout, &updated_by())
         .map(FlagState::from)
         .map_err(|e| match e {
             FlagsError::InvalidName(m) => RpcError::InvalidParams(format!("flag: {m}")),
-            e => RpcError::Flags(e.to_string()),
+            e => RpcError::Flags(e),
         })
-}
-
-/// `_meta.updated_by` for writes made through the sidecar: the user it runs as.
-pub fn updated_by() -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| format!("uid {}", unsafe { libc::geteuid() }));
-    format!("{user} (guidebook setFlag)")
 }

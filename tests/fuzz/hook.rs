@@ -1,12 +1,12 @@
 //! Fuzz targets of the hook shim's library: the patch, summary and heredoc parsers (through
 //! `changed_files`), `plan` and the breaker's `plan_breaker` on any JSON, the checkers' output
-//! parsers, and the JSON-RPC response parser. Reads: `tests/fixtures/hooks`, `tests/fixtures/checks`.
+//! parsers, and the JSON-RPC response parser. Reads: `hook-shim/tests/fixtures/{hooks,checks}`.
 
 use std::collections::HashSet;
 
-use guidebook_hook::breaker::{check_run, plan_breaker};
+use guidebook_hook::breaker::{check_run, plan_breaker, BreakerVerdict};
 use guidebook_hook::checks::{invocations, parse_pyright, parse_ruff, PYRIGHT, RUFF};
-use guidebook_hook::{changed_files, parse_response, plan, render, Action};
+use guidebook_hook::{changed_files, parse_response, plan, render_hook, Action};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -15,7 +15,7 @@ use crate::{config, json_value, mutated, text};
 
 fn fixtures(dir: &str) -> Vec<String> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("hook-shim/tests/fixtures")
         .join(dir);
     let mut out: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
@@ -200,7 +200,14 @@ proptest! {
             ],
         ), 0..8),
         result in json_value(),
+        reason in text(),
     ) {
+        let verdicts = [
+            BreakerVerdict::Nothing,
+            BreakerVerdict::Warning(reason.clone()),
+            BreakerVerdict::Halt(reason.clone()),
+            BreakerVerdict::Deny(reason),
+        ];
         let mut event = json!({});
         for (k, v) in fields {
             event[k] = v;
@@ -218,9 +225,15 @@ proptest! {
             }
             case("plan_breaker", event, || plan_breaker(event));
             case("check_run", event, || check_run(event));
-            if let Some(line) = case("render", &result, || render(&action, &result)) {
-                prop_assert!(serde_json::from_str::<Value>(&line).is_ok(), "{}", line);
-                prop_assert!(!line.contains('\n'));
+            // The renderer the hook really runs, with every verdict the breaker can give.
+            for verdict in &verdicts {
+                let rendered = case("render_hook", &result, || {
+                    render_hook(&action, Some(&result), verdict)
+                });
+                if let Some(line) = rendered {
+                    prop_assert!(serde_json::from_str::<Value>(&line).is_ok(), "{}", line);
+                    prop_assert!(!line.contains('\n'));
+                }
             }
         }
     }

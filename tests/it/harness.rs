@@ -44,11 +44,17 @@ pub fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A fixture's path: hook events and checker outputs belong to the shim's crate
+/// (`hook-shim/tests/fixtures/`), everything else is under `tests/fixtures/`.
 pub fn fixture_path(rel: &str) -> PathBuf {
-    manifest_dir().join("tests/fixtures").join(rel)
+    if rel.starts_with("hooks/") || rel.starts_with("checks/") {
+        manifest_dir().join("hook-shim/tests/fixtures").join(rel)
+    } else {
+        manifest_dir().join("tests/fixtures").join(rel)
+    }
 }
 
-/// A JSON fixture under `tests/fixtures/`.
+/// A JSON fixture (see [`fixture_path`]).
 pub fn fixture(rel: &str) -> Value {
     let path = fixture_path(rel);
     let text = std::fs::read_to_string(&path)

@@ -18,6 +18,7 @@ mod lifecycle;
 mod mcp;
 mod openrpc;
 mod presentation;
+mod protocol;
 mod reload;
 mod scope;
 mod service;

@@ -1,0 +1,96 @@
+//! An explanation: per file, its repository, language, skip reason and the first matching line
+//! of each guideline that matches, and whether a session was already shown each. Reads: the
+//! snapshot, the files, presentation. Writes nothing.
+//!
+//! The result is printed by `guidebook explain --json` and answered by `explain` alike, so its
+//! types carry their serde shape here rather than in `rpc/`.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Engine;
+use crate::store::StoreError;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Explanation {
+    pub files: Vec<ExplainedFile>,
+    pub guidelines: Vec<GuidelineState>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ExplainedFile {
+    pub path: String,
+    pub repository: Option<String>,
+    pub language: Option<String>,
+    pub skipped: Option<String>,
+    pub matches: Vec<ExplainedMatch>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ExplainedMatch {
+    pub id: String,
+    pub line: usize,
+    pub pattern: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidelineState {
+    pub id: String,
+    pub already_presented: bool,
+}
+
+/// Explains `filepaths` (absolute, already checked), with the presentation state for
+/// `session_id` when one is given.
+pub fn explain(
+    engine: &Engine,
+    filepaths: &[String],
+    session_id: Option<&str>,
+) -> Result<Explanation, StoreError> {
+    let snapshot = engine.guidebook.snapshot();
+    let paths: Vec<&str> = filepaths.iter().map(String::as_str).collect();
+    let evaluations = engine.evaluate(&snapshot, &paths, true);
+
+    let mut matched = BTreeSet::new();
+    let files = filepaths
+        .iter()
+        .zip(evaluations)
+        .map(|(path, e)| ExplainedFile {
+            path: path.clone(),
+            repository: e.repository,
+            language: e.language.map(str::to_string),
+            skipped: e.skipped.map(|s| s.to_string()),
+            matches: e
+                .matches
+                .into_iter()
+                .map(|m| {
+                    matched.insert(m.guideline);
+                    let (line, pattern) = m.first.unwrap_or((1, String::new()));
+                    ExplainedMatch {
+                        id: snapshot.guidelines[m.guideline].id().to_string(),
+                        line,
+                        pattern,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+
+    let ids: Vec<&str> = matched
+        .iter()
+        .map(|i| snapshot.guidelines[*i].id())
+        .collect();
+    let presented = match session_id {
+        Some(s) => engine.presentations.presented(s, &ids)?,
+        None => Default::default(),
+    };
+    let guidelines = ids
+        .into_iter()
+        .map(|id| GuidelineState {
+            already_presented: presented.contains(id),
+            id: id.to_string(),
+        })
+        .collect();
+    Ok(Explanation { files, guidelines })
+}
