@@ -50,6 +50,7 @@ pub mod service;
 pub mod store;
 pub mod time;
 pub mod tokens;
+pub mod watched;
 
 /// The version every part reports (`status`, `--version`), so mismatched binaries are visible.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

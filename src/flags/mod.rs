@@ -12,15 +12,13 @@ pub mod rollout;
 pub mod write;
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::Read as _;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
+
+use crate::watched::{read_capped, FileState, ReadError, Stamp};
 
 pub use file::{FlagDef, FlagName, FlagsFile, Meta, OVERRIDE_PREFIX};
 
@@ -58,56 +56,14 @@ pub enum FlagsError {
 #[derive(Debug)]
 pub struct FlagsSnapshot {
     /// The flags being served; `None` when there is no file (every flag off).
-    pub file: Option<FlagsFile>,
+    pub file: Option<Arc<FlagsFile>>,
     /// When the served flags were read.
     pub loaded_at: SystemTime,
     /// Why the file on disk is not what is served, if it is not.
     pub error: Option<String>,
-    /// The file's identity when it was last looked at; a different one means "reload".
-    stamp: Option<Stamp>,
-    /// Hash of the bytes last read, to skip re-parsing identical content.
-    content_hash: Option<u64>,
+    /// The file as last looked at (`None`: there was none); a different stamp means "reload".
+    watched: Option<FileState<FlagsFile, String>>,
 }
-
-/// Enough of a `stat` to notice any change: a rename gives a new inode, an in-place write a new
-/// size or modification time, a `chmod` or `touch` a new change time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    ino: u64,
-    dev: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-    is_file: bool,
-}
-
-impl Stamp {
-    fn of(m: &fs::Metadata) -> Stamp {
-        Stamp {
-            ino: m.ino(),
-            dev: m.dev(),
-            size: m.size(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-            is_file: m.is_file(),
-        }
-    }
-
-    /// Whether the file changed so recently that another change within the file system's
-    /// timestamp granularity could leave this stamp unchanged ("racily clean", as git calls
-    /// it). Such a stamp is not trusted: the next request reads the file again.
-    fn is_racy(&self, now: SystemTime) -> bool {
-        let changed = SystemTime::UNIX_EPOCH
-            + Duration::new(self.ctime.0.max(0) as u64, self.ctime.1.max(0) as u32);
-        match now.duration_since(changed) {
-            Ok(age) => age < RACY_WINDOW,
-            Err(_) => true,
-        }
-    }
-}
-
-/// Longer than any file system's timestamp granularity (Linux: one jiffy, up to 10 ms).
-const RACY_WINDOW: Duration = Duration::from_millis(50);
 
 /// A flag as answered by `getFlags` and `setFlag`: the file's definition with the environment
 /// override applied.
@@ -169,8 +125,7 @@ impl Flags {
                 file: None,
                 loaded_at: SystemTime::now(),
                 error: None,
-                stamp: None,
-                content_hash: None,
+                watched: None,
             }),
             path,
             overrides,
@@ -268,15 +223,13 @@ impl Flags {
             path: self.path.clone(),
             source,
         })?;
-        let mut file = match read(&self.path) {
-            Read::Missing => FlagsFile::default(),
-            Read::Bytes(bytes, _) => {
-                file::parse(&bytes).map_err(|message| FlagsError::Invalid {
-                    path: self.path.clone(),
-                    message,
-                })?
-            }
-            Read::Failed(message) => {
+        let mut file = match read_capped(&self.path, file::MAX_FLAGS_FILE_BYTES as u64) {
+            Err(ReadError::Missing) => FlagsFile::default(),
+            Ok(bytes) => file::parse(&bytes).map_err(|message| FlagsError::Invalid {
+                path: self.path.clone(),
+                message,
+            })?,
+            Err(ReadError::Failed(message)) => {
                 return Err(FlagsError::Invalid {
                     path: self.path.clone(),
                     message,
@@ -303,39 +256,38 @@ impl Flags {
             path: self.path.clone(),
             source,
         })?;
-        let stamp = fs::metadata(&self.path).ok().map(|m| Stamp::of(&m));
+        let file = Arc::new(file);
+        let watched =
+            Stamp::of_path(&self.path).map(|stamp| FileState::written(stamp, file.clone(), &bytes));
         self.current.store(Arc::new(FlagsSnapshot {
             file: Some(file),
             loaded_at: SystemTime::now(),
             error: None,
-            stamp,
-            content_hash: Some(hash(&bytes)),
+            watched,
         }));
         Ok(self.view(name.as_str(), Some(&def)))
     }
 
     /// Reloads the file if its stamp differs from the one last seen (or that one was racy).
     fn refresh(&self) {
-        let now_stamp = fs::metadata(&self.path).ok().map(|m| Stamp::of(&m));
-        let current = self.current.load();
-        if !needs_reload(&current, now_stamp) {
+        let seen = |s: &FlagsSnapshot| s.watched.as_ref().map(|w| w.stamp);
+        if !Stamp::needs_reading(seen(&self.current.load()), Stamp::of_path(&self.path)) {
             return;
         }
-        drop(current);
         let _guard = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
         // Another request may have reloaded while this one waited for the lock.
         let current = self.current.load_full();
-        let now_stamp = fs::metadata(&self.path).ok().map(|m| Stamp::of(&m));
-        if !needs_reload(&current, now_stamp) {
+        let now = Stamp::of_path(&self.path);
+        if !Stamp::needs_reading(seen(&current), now) {
             return;
         }
-        let next = match read(&self.path) {
-            Read::Missing => {
-                let had_file = current.file.is_some() || current.stamp.is_some();
-                if current.stamp.is_none() && current.file.is_none() && current.error.is_none() {
+        let next = match now {
+            None => {
+                if current.watched.is_none() && current.file.is_none() && current.error.is_none() {
                     // Missing then and missing now: nothing to say.
                     return;
                 }
+                let had_file = current.file.is_some() || current.watched.is_some();
                 FlagsSnapshot {
                     file: None,
                     loaded_at: SystemTime::now(),
@@ -345,121 +297,45 @@ impl Flags {
                             self.path.display()
                         )
                     }),
-                    stamp: None,
-                    content_hash: None,
+                    watched: None,
                 }
             }
-            Read::Bytes(bytes, stamp) => {
-                let h = hash(&bytes);
-                if current.content_hash == Some(h) && current.error.is_none() {
-                    // Same content (a touch, or a racy stamp re-checked): keep it, new stamp.
-                    FlagsSnapshot {
-                        file: current.file.clone(),
-                        loaded_at: current.loaded_at,
-                        error: None,
-                        stamp: Some(stamp),
-                        content_hash: Some(h),
-                    }
-                } else {
-                    match file::parse(&bytes) {
-                        Ok(file) => FlagsSnapshot {
-                            file: Some(file),
-                            loaded_at: SystemTime::now(),
-                            error: None,
-                            stamp: Some(stamp),
-                            content_hash: Some(h),
-                        },
-                        Err(message) => {
-                            let error = format!("{}:{message}", self.path.display());
-                            if current.error.as_deref() != Some(error.as_str()) {
-                                tracing::warn!("{error}; keeping the last good flags");
-                            }
-                            self.keep_last_good(&current, error, Some(stamp), Some(h))
-                        }
-                    }
+            Some(stamp) => {
+                let path = self.path.display();
+                let (watched, _) = FileState::refresh(
+                    current.watched.clone(),
+                    stamp,
+                    || {
+                        read_capped(&self.path, file::MAX_FLAGS_FILE_BYTES as u64)
+                            .map_err(|e| format!("{path}: {e}"))
+                    },
+                    |bytes| file::parse(&bytes).map_err(|message| format!("{path}:{message}")),
+                );
+                let same_flags = match (&watched.good, &current.file) {
+                    (Some(new), Some(old)) => Arc::ptr_eq(new, old),
+                    (None, None) => true,
+                    _ => false,
+                };
+                FlagsSnapshot {
+                    file: watched.good.clone(),
+                    loaded_at: if same_flags {
+                        current.loaded_at
+                    } else {
+                        SystemTime::now()
+                    },
+                    error: watched.error.clone(),
+                    watched: Some(watched),
                 }
-            }
-            Read::Failed(message) => {
-                let error = format!("{}: {message}", self.path.display());
-                if current.error.as_deref() != Some(error.as_str()) {
-                    tracing::warn!("{error}; keeping the last good flags");
-                }
-                self.keep_last_good(&current, error, now_stamp, None)
             }
         };
         self.current.store(Arc::new(next));
     }
-
-    fn keep_last_good(
-        &self,
-        current: &FlagsSnapshot,
-        error: String,
-        stamp: Option<Stamp>,
-        content_hash: Option<u64>,
-    ) -> FlagsSnapshot {
-        FlagsSnapshot {
-            file: current.file.clone(),
-            loaded_at: current.loaded_at,
-            error: Some(error),
-            stamp,
-            content_hash,
-        }
-    }
-}
-
-fn needs_reload(current: &FlagsSnapshot, now: Option<Stamp>) -> bool {
-    match (current.stamp, now) {
-        (None, None) => false,
-        (Some(then), Some(now)) => then != now || then.is_racy(SystemTime::now()),
-        _ => true,
-    }
-}
-
-fn hash(bytes: &[u8]) -> u64 {
-    let mut h = DefaultHasher::new();
-    bytes.hash(&mut h);
-    h.finish()
-}
-
-enum Read {
-    Missing,
-    Bytes(Vec<u8>, Stamp),
-    Failed(String),
-}
-
-/// Reads the flags file: at most [`file::MAX_FLAGS_FILE_BYTES`] (plus one, to notice more),
-/// never blocking on a FIFO, and only from a regular file.
-fn read(path: &Path) -> Read {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path);
-    let f = match f {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Read::Missing,
-        Err(e) => return Read::Failed(format!("cannot open: {e}")),
-    };
-    let meta = match f.metadata() {
-        Ok(m) => m,
-        Err(e) => return Read::Failed(format!("cannot stat: {e}")),
-    };
-    if !meta.is_file() {
-        return Read::Failed("is not a regular file".into());
-    }
-    let mut bytes = Vec::with_capacity(meta.len().min(64 * 1024) as usize);
-    if let Err(e) = f
-        .take(file::MAX_FLAGS_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-    {
-        return Read::Failed(format!("cannot read: {e}"));
-    }
-    Read::Bytes(bytes, Stamp::of(&meta))
 }
 
 #[cfg(test)]
 mod tests {
     use std::ffi::OsString;
+    use std::fs;
 
     use super::*;
 

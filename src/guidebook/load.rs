@@ -1,7 +1,6 @@
 //! Parses and validates one `guideline.yaml`, and finds every such file under a root.
 //! Reads: guideline files. Errors carry the path, line and a message.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserializer};
@@ -9,45 +8,18 @@ use serde::Deserialize;
 
 use super::Guideline;
 use crate::language;
+pub use crate::watched::LoadError;
+use crate::watched::{find_key_line, yaml_error};
 
 pub const GUIDELINE_FILE_NAME: &str = "guideline.yaml";
 
 /// A guideline file larger than this is refused rather than parsed: it is surely not a
 /// hand-written guideline, and parsing it would stall a reload.
-const MAX_GUIDELINE_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_GUIDELINE_BYTES: u64 = 256 * 1024;
 /// Limits for one compiled pattern. A pattern that compiles to more than this (say `\w{1000}`
 /// repeated) is refused with an error instead of slowing every search.
 pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 const MAX_PATTERN_LEN: usize = 4096;
-
-/// A guideline file that could not be used: where and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    pub path: PathBuf,
-    pub line: Option<usize>,
-    pub message: String,
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{}: {}", self.path.display(), line, self.message),
-            None => write!(f, "{}: {}", self.path.display(), self.message),
-        }
-    }
-}
-
-impl std::error::Error for LoadError {}
-
-impl LoadError {
-    pub fn new(path: &Path, line: Option<usize>, message: impl Into<String>) -> Self {
-        LoadError {
-            path: path.to_path_buf(),
-            line,
-            message: message.into(),
-        }
-    }
-}
 
 // The raw shapes below mirror guidebook/schema/guideline.schema.json. Validation that the
 // schema expresses (unknown keys, enums, patterns) happens during deserialisation, so that
@@ -245,43 +217,6 @@ pub fn parse_guideline(path: &Path, text: &str) -> Result<Guideline, LoadError> 
         source: path.to_path_buf(),
         id_line,
     })
-}
-
-/// Reads and parses a guideline file, refusing anything that is not a small regular file.
-pub fn read_guideline(path: &Path) -> Result<Guideline, LoadError> {
-    let content = crate::files::read_capped(path, MAX_GUIDELINE_BYTES)
-        .map_err(|e| LoadError::new(path, None, e.to_string()))?;
-    if content.truncated {
-        return Err(LoadError::new(
-            path,
-            None,
-            format!("the file is larger than {MAX_GUIDELINE_BYTES} bytes"),
-        ));
-    }
-    let text = String::from_utf8(content.bytes)
-        .map_err(|e| LoadError::new(path, None, format!("not UTF-8: {e}")))?;
-    parse_guideline(path, &text)
-}
-
-/// A serde_yaml error as a `LoadError` of `path`, its line kept apart from the message.
-pub(crate) fn yaml_error(path: &Path, e: &serde_yaml::Error) -> LoadError {
-    let line = e.location().map(|l| l.line());
-    // serde_yaml appends " at line L column C"; the line is reported separately.
-    let mut message = e.to_string();
-    if let Some(pos) = message.find(" at line ") {
-        message.truncate(pos);
-    }
-    LoadError::new(path, line, message)
-}
-
-/// The 1-based line of a top-level `key:`; used where the error is about a whole section.
-pub(crate) fn find_key_line(text: &str, key: &str) -> Option<usize> {
-    text.lines()
-        .position(|l| {
-            l.strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with(':'))
-        })
-        .map(|i| i + 1)
 }
 
 /// Every `guideline.yaml` under `root`, sorted, with its metadata. Symlinked directories are

@@ -8,7 +8,6 @@ mod snapshot;
 
 pub use embedded::{install_sample, SAMPLE_FILES};
 pub use load::{find_guideline_files, parse_guideline, LoadError, GUIDELINE_FILE_NAME};
-pub(crate) use reload::{FileState, Stamp};
 pub use reload::{Guidebook, ReloadOutcome};
 pub use snapshot::{CompiledGuideline, GuidelineSnapshot};
 

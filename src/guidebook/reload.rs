@@ -5,75 +5,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 
-use super::load::{find_guideline_files, read_guideline, LoadError};
+use super::load::{find_guideline_files, parse_guideline, MAX_GUIDELINE_BYTES};
 use super::snapshot::GuidelineSnapshot;
 use super::Guideline;
-
-/// What identifies one version of a file without reading it. Editors that save by renaming
-/// change the inode; in-place writes change the mtime or the size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Stamp {
-    modified: Option<SystemTime>,
-    len: u64,
-    ino: u64,
-}
-
-impl Stamp {
-    pub(crate) fn of(meta: &std::fs::Metadata) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        Stamp {
-            modified: meta.modified().ok(),
-            len: meta.len(),
-            ino: meta.ino(),
-        }
-    }
-}
-
-/// One watched file (a guideline, a prompt pack) as last seen: its stamp, its last good parse,
-/// and its current error.
-#[derive(Debug, Clone)]
-pub(crate) struct FileState<T> {
-    pub(crate) stamp: Stamp,
-    pub(crate) good: Option<Arc<T>>,
-    pub(crate) error: Option<LoadError>,
-}
-
-impl<T> FileState<T> {
-    /// The file's state now, given how it was last seen (`prev`) and its `stamp` now: unchanged
-    /// without a read when the stamp is the same; otherwise `read()` again, keeping the last
-    /// good version when that fails. The flag says whether anything changed.
-    pub(crate) fn refresh(
-        prev: Option<Self>,
-        stamp: Stamp,
-        read: impl FnOnce() -> Result<T, LoadError>,
-    ) -> (Self, bool) {
-        match prev {
-            Some(prev) if prev.stamp == stamp => (prev, false),
-            prev => {
-                let state = match read() {
-                    Ok(value) => FileState {
-                        stamp,
-                        good: Some(Arc::new(value)),
-                        error: None,
-                    },
-                    Err(e) => {
-                        tracing::warn!("{e}");
-                        FileState {
-                            stamp,
-                            good: prev.and_then(|p| p.good),
-                            error: Some(e),
-                        }
-                    }
-                };
-                (state, true)
-            }
-        }
-    }
-}
+use crate::watched::{read_text, FileState, LoadError, Stamp};
 
 /// What a reload did, for logs and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,10 +98,12 @@ impl Guidebook {
         let mut changed = !state.loaded_once;
         let mut next = BTreeMap::new();
         for (path, meta) in listing {
-            let (entry, refreshed) =
-                FileState::refresh(state.files.remove(&path), Stamp::of(&meta), || {
-                    read_guideline(&path)
-                });
+            let (entry, refreshed) = FileState::refresh(
+                state.files.remove(&path),
+                Stamp::of(&meta),
+                || read_text(&path, MAX_GUIDELINE_BYTES),
+                |text| parse_guideline(&path, &text),
+            );
             changed |= refreshed;
             next.insert(path, entry);
         }

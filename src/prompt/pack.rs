@@ -8,13 +8,12 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use super::{Example, PromptPack};
-use crate::guidebook::load::{find_key_line, yaml_error};
-use crate::guidebook::LoadError;
+use crate::watched::{find_key_line, yaml_error, LoadError};
 
 /// The directory under the guidebook root that holds the packs.
 pub const PROMPTS_DIR: &str = "prompts";
 /// A pack file larger than this is refused: it is surely not a hand-written prompt.
-const MAX_PACK_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_PACK_BYTES: u64 = 256 * 1024;
 const MAX_ROLE_LEN: usize = 64;
 
 /// Whether `role` is a valid role name: `[a-z0-9][a-z0-9_-]*`, at most 64 characters. Only such
@@ -118,23 +117,6 @@ pub fn parse_pack(path: &Path, role: &str, text: &str) -> Result<PromptPack, Loa
             .collect(),
         source: path.to_path_buf(),
     })
-}
-
-/// Reads and parses the pack at `path` for `role`, refusing anything that is not a small
-/// regular UTF-8 file.
-pub fn read_pack(path: &Path, role: &str) -> Result<PromptPack, LoadError> {
-    let content = crate::files::read_capped(path, MAX_PACK_BYTES)
-        .map_err(|e| LoadError::new(path, None, e.to_string()))?;
-    if content.truncated {
-        return Err(LoadError::new(
-            path,
-            None,
-            format!("the file is larger than {MAX_PACK_BYTES} bytes"),
-        ));
-    }
-    let text = String::from_utf8(content.bytes)
-        .map_err(|e| LoadError::new(path, None, format!("not UTF-8: {e}")))?;
-    parse_pack(path, role, &text)
 }
 
 /// One `*.yaml` file in the prompts directory: its role (when the name is valid) and metadata.

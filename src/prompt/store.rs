@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
 
-use super::pack::{find_pack_files, parse_pack, read_pack};
+use super::pack::{find_pack_files, parse_pack, MAX_PACK_BYTES};
 use super::PromptPack;
-use crate::guidebook::{FileState, LoadError, Stamp};
+use crate::watched::{read_text, FileState, LoadError, Stamp};
 
 /// The role served when a request names none.
 pub const DEFAULT_ROLE: &str = "default";
@@ -120,7 +120,8 @@ impl PromptPacks {
                     let (entry, refreshed) = FileState::refresh(
                         state.files.remove(&file.path),
                         Stamp::of(&file.meta),
-                        || read_pack(&file.path, &role),
+                        || read_text(&file.path, MAX_PACK_BYTES),
+                        |text| parse_pack(&file.path, &role, &text),
                     );
                     changed |= refreshed;
                     next.insert(file.path, entry);
