@@ -38,7 +38,6 @@ pub mod explain;
 pub mod files;
 pub mod flags;
 pub mod guidebook;
-pub mod hook_config;
 pub mod language;
 pub mod mcp;
 pub mod prompt;

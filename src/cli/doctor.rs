@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use super::client::{ask, Reply};
 use super::hooks;
+use super::hooks::{self as hook_config, Host};
 use crate::config::{ConfigError, Settings};
 use crate::guidebook::Guidebook;
-use crate::hook_config::{self, Host};
 use crate::store::Database;
 use guidebook_hook::protocol::{method, no_params};
 

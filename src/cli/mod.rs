@@ -141,9 +141,7 @@ pub enum CliError {
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
-    Socket(#[from] crate::server::SocketError),
-    #[error(transparent)]
-    Activation(#[from] crate::server::ActivationError),
+    Serve(#[from] crate::server::StartError),
     #[error("{doing}: {source}")]
     Io {
         doing: String,
@@ -162,7 +160,7 @@ pub enum CliError {
     #[error("{}{}{source}; nothing was changed", path.display(), separator(source))]
     HookConfig {
         path: PathBuf,
-        source: crate::hook_config::EditError,
+        source: hooks::EditError,
     },
     /// A command this one runs (`systemctl`, `launchctl`) failed.
     #[error("`{command}` failed ({status})")]
@@ -179,9 +177,9 @@ pub enum CliError {
 }
 
 /// A syntax error starts with its line and column, which read as part of the path.
-fn separator(e: &crate::hook_config::EditError) -> &'static str {
+fn separator(e: &hooks::EditError) -> &'static str {
     match e {
-        crate::hook_config::EditError::Syntax { .. } => ":",
+        hooks::EditError::Syntax { .. } => ":",
         _ => ": ",
     }
 }

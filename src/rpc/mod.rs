@@ -19,98 +19,76 @@ pub mod status;
 use std::sync::Arc;
 use std::time::Instant;
 
+use guidebook_hook::protocol::method;
 use jsonrpsee::types::Params;
 use jsonrpsee::RpcModule;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::engine::Engine;
 pub use errors::RpcError;
 
-/// The registration table: every method the sidecar answers, and the handler behind it.
+/// The registration table: every method the sidecar answers, and the handler behind it. The
+/// names come from the protocol every client builds its requests with.
 ///
-/// Handlers that touch files or SQLite are registered as blocking methods so that they run on
-/// tokio's blocking pool and never stall the reactor that accepts connections.
+/// Handlers that touch files or SQLite run on tokio's blocking pool so that they never stall
+/// the reactor that accepts connections; so does `buildPrompt` (CPU only, but a task near the
+/// 1 MiB body limit takes milliseconds to encode) and every flag method (a `stat` per call, and
+/// sometimes a read or a write).
 pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
     let mut m = RpcModule::from_arc(engine);
-    m.register_blocking_method("search", |p, e, _| {
-        let received = Instant::now();
-        parse(&p)
-            .and_then(|p| search::handle(&e, p, received))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    m.register_blocking_method("explain", |p, e, _| {
-        parse(&p)
-            .and_then(|p| explain::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    m.register_blocking_method("resetSession", |p, e, _| {
-        parse(&p)
-            .and_then(|p| reset_session::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    // CPU only, but a task near the 1 MiB body limit takes milliseconds to encode: too long
-    // for a reactor thread that also accepts connections.
-    m.register_blocking_method("buildPrompt", |p, e, _| {
-        parse(&p)
-            .and_then(|p| build_prompt::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    // `status` stats (and may read) the flags file: a blocking method too.
-    m.register_blocking_method("status", |p, e, _| {
-        parse(&p)
-            .map(|p| status::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    // Flag handlers `stat` (and maybe read) a small file, or write one: blocking methods.
-    m.register_blocking_method("getFlags", |p, e, _| {
-        parse(&p)
-            .map(|p| get_flags::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    m.register_blocking_method("isEnabled", |p, e, _| {
-        parse(&p)
-            .and_then(|p| is_enabled::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    m.register_blocking_method("setFlag", |p, e, _| {
-        parse(&p)
-            .and_then(|p| set_flag::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
+    blocking(&mut m, method::SEARCH, search::handle);
+    blocking(&mut m, method::EXPLAIN, |e, p, _| explain::handle(e, p));
+    blocking(&mut m, method::RESET_SESSION, |e, p, _| {
+        reset_session::handle(e, p)
+    });
+    blocking(&mut m, method::BUILD_PROMPT, |e, p, _| {
+        build_prompt::handle(e, p)
+    });
+    blocking(&mut m, method::STATUS, |e, p, _| Ok(status::handle(e, p)));
+    blocking(&mut m, method::GET_FLAGS, |e, p, _| {
+        Ok(get_flags::handle(e, p))
+    });
+    blocking(&mut m, method::IS_ENABLED, |e, p, _| {
+        is_enabled::handle(e, p)
+    });
+    blocking(&mut m, method::SET_FLAG, |e, p, _| set_flag::handle(e, p));
     // The circuit breaker: each call is one short SQLite transaction.
-    m.register_blocking_method("recordError", |p, e, _| {
-        parse(&p)
-            .and_then(|p| record_error::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    m.register_blocking_method("breakerStatus", |p, e, _| {
-        parse(&p)
-            .and_then(|p| breaker_status::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    m.register_blocking_method("resetBreaker", |p, e, _| {
-        parse(&p)
-            .and_then(|p| reset_breaker::handle(&e, p))
-            .map_err(RpcError::into_object)
-    })
-    .expect("unique method name");
-    m.register_method("rpc.discover", |p, _, _| {
+    blocking(&mut m, method::RECORD_ERROR, |e, p, _| {
+        record_error::handle(e, p)
+    });
+    blocking(&mut m, method::BREAKER_STATUS, |e, p, _| {
+        breaker_status::handle(e, p)
+    });
+    blocking(&mut m, method::RESET_BREAKER, |e, p, _| {
+        reset_breaker::handle(e, p)
+    });
+    m.register_method(method::DISCOVER, |p, _, _| {
         parse::<discover::Params>(&p)
             .map(|_| discover::handle())
             .map_err(RpcError::into_object)
     })
     .expect("unique method name");
     m
+}
+
+/// Registers `handle` for `name` on the blocking pool: params parsed into `P` (errors naming
+/// the param), the time the request arrived for deadlines, errors mapped in one place.
+fn blocking<P, R>(
+    m: &mut RpcModule<Engine>,
+    name: &'static str,
+    handle: fn(&Engine, P, Instant) -> Result<R, RpcError>,
+) where
+    P: DeserializeOwned + 'static,
+    R: Serialize + Clone + Send + 'static,
+{
+    m.register_blocking_method(name, move |p, e, _| {
+        let received = Instant::now();
+        parse(&p)
+            .and_then(|p| handle(&e, p, received))
+            .map_err(RpcError::into_object)
+    })
+    .expect("unique method name");
 }
 
 /// Parses a method's params: always one JSON object with camelCase keys. Absent params count as

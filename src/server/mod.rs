@@ -4,9 +4,11 @@
 
 mod activation;
 mod socket;
+mod start;
 
 pub use activation::{inherited_listener, ActivationError, Notifier};
 pub use socket::{adopt, bind, prepare_directory, BoundSocket, SocketError, SocketFile};
+pub use start::{start, StartError};
 
 use std::future::Future;
 use std::time::Duration;

@@ -5,7 +5,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -104,11 +103,15 @@ fn lock(path: &Path) -> Result<File, SocketError> {
         .mode(0o600)
         .open(&lock_path)
         .map_err(io_err("opening lock file", &lock_path))?;
-    // SAFETY: flock on a descriptor this function owns; no memory is shared with the kernel.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(SocketError::AlreadyRunning(path.to_path_buf()));
+    // std's file lock is `flock(2)` on Linux and macOS, the same lock the shim's autostart and
+    // every other daemon on this path take.
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(SocketError::AlreadyRunning(path.to_path_buf()))
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err("locking", &lock_path)(e)),
     }
-    Ok(lock)
 }
 
 /// Adopts a listening socket a service manager bound (socket activation). Its directory gets

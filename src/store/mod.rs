@@ -166,6 +166,10 @@ impl Database {
             None => self.busy_timeout,
         };
         let conn = self.pool.get_timeout(wait.max(Duration::from_millis(1)))?;
+        // SQLite counts its busy timeout in whole milliseconds, and rusqlite truncates: 149.7 ms
+        // would give up 0.7 ms before the caller's deadline and report a storage error instead
+        // of the deadline. Rounded up, the wait always reaches the deadline.
+        let wait = Duration::from_millis(wait.as_micros().div_ceil(1000) as u64);
         conn.busy_timeout(wait)
             .map_err(StoreError::sql("setting the busy timeout"))?;
         Ok(conn)

@@ -3,7 +3,6 @@
 //! daemon a shim starts is stopped by [`StartedDaemons`] when the test ends.
 
 use std::ffi::OsStr;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -36,8 +35,7 @@ impl StartedDaemons {
         let Ok(lock) = std::fs::File::open(format!("{}.lock", self.socket.display())) else {
             return false;
         };
-        // SAFETY: flock on a descriptor this function owns.
-        let free = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        let free = lock.try_lock().is_ok();
         !free
     }
 }

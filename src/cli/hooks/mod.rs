@@ -1,4 +1,15 @@
-//! `guidebook hooks install|uninstall --codex|--claude [--mcp] [--project DIR] [--print]`: merges our hook entries into (or out of) Codex's `hooks.json` and Claude Code's `settings.json`; with `--mcp`, `mcp_tool` hooks and our MCP server in Codex's `config.toml` or Claude Code's `~/.claude.json` / `.mcp.json`. Reads: those files, the environment (`HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `PATH`). Writes: those files, atomically, after a `.bak` copy.
+//! `guidebook hooks install|uninstall`: our hook entries in (or out of) the agents' settings.
+//!
+//! `--codex|--claude [--mcp] [--project DIR] [--print]`: Codex's `hooks.json` and Claude Code's
+//! `settings.json`; with `--mcp`, `mcp_tool` hooks and our MCP server in Codex's `config.toml`
+//! or Claude Code's `~/.claude.json` / `.mcp.json`. Reads: those files, the environment
+//! (`HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `PATH`). Writes: those files, atomically, after
+//! a `.bak` copy.
+//!
+//! - [`host`]: each host's events, matchers and templates, and which handlers are ours;
+//! - [`json_tree`]: the text-preserving JSON editor;
+//! - [`edit`]: our entries merged in and out of the JSON settings;
+//! - [`codex_toml`]: our MCP server in Codex's `config.toml`.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -9,7 +20,15 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Args, Subcommand};
 
 use super::{CliError, UsageError};
-use crate::hook_config::{self, Host, Wiring, HOOK_PROGRAM};
+mod codex_toml;
+mod edit;
+mod host;
+mod json_tree;
+
+pub use codex_toml::install_codex_mcp_server;
+pub use edit::{install, install_mcp_server, installed, uninstall};
+pub use host::{program, Host, Wiring, HOOK_PROGRAM};
+pub use json_tree::EditError;
 
 #[derive(Debug, Subcommand)]
 pub enum HooksCommand {
@@ -89,8 +108,8 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     for host in hosts {
         let path = config_file(host, target.project.as_deref())?;
         let edit = |original: &str| match &wiring {
-            Some(wiring) => hook_config::install(original, host, wiring),
-            None => hook_config::uninstall(original),
+            Some(wiring) => install(original, host, wiring),
+            None => uninstall(original),
         };
         let verb = if wiring.is_some() {
             "hooks installed in"
@@ -102,8 +121,8 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
             let server_path = mcp_server_file(host, target.project.as_deref())?;
             let command = mcp_server_command()?;
             let edit = |original: &str| match host {
-                Host::Codex => hook_config::install_codex_mcp_server(original, &command),
-                Host::Claude => hook_config::install_mcp_server(original, &command),
+                Host::Codex => install_codex_mcp_server(original, &command),
+                Host::Claude => install_mcp_server(original, &command),
             };
             if target.print {
                 println!("--- {}", server_path.display());
@@ -125,7 +144,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
 fn apply(
     host: Host,
     path: &Path,
-    edit: impl Fn(&str) -> Result<String, hook_config::EditError>,
+    edit: impl Fn(&str) -> Result<String, EditError>,
     verb: &str,
     print: bool,
 ) -> Result<(), CliError> {
@@ -332,9 +351,7 @@ mod tests {
             shell_quote("/x/it's/guidebook-hook"),
             r"'/x/it'\''s/guidebook-hook'"
         );
-        assert!(hook_config::is_our_command(&shell_quote(
-            "/a b/guidebook-hook"
-        )));
+        assert!(host::is_our_command(&shell_quote("/a b/guidebook-hook")));
     }
 
     #[test]

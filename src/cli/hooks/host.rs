@@ -1,0 +1,330 @@
+//! What we know of each agent host: its hook events and matchers, our groups per wiring, the
+//! `mcp_tool` input templates, and which handlers are ours. Reads and writes nothing.
+//!
+//! Both hosts use one shape: `{"hooks": {EVENT: [GROUP, ...]}}` where a GROUP is
+//! `{"matcher"?: REGEX, "hooks": [HANDLER, ...]}` and a HANDLER is
+//! `{"type": "command", "command": CMD, "timeout"?: SECONDS}` or, run as a call on a connected
+//! MCP server, `{"type": "mcp_tool", "server": NAME, "tool": TOOL, "input": TEMPLATE}`. A handler
+//! is *ours* when the first word of its command names a file called `guidebook-hook` (any
+//! directory, any arguments, quoted or not), or when it is an `mcp_tool` handler on our server
+//! (`guidebook`). Installing one wiring replaces the other's handlers.
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// The program name that marks a handler as ours.
+pub const HOOK_PROGRAM: &str = "guidebook-hook";
+
+/// An agent host whose hooks we configure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    Codex,
+    Claude,
+}
+
+impl Host {
+    pub fn name(self) -> &'static str {
+        match self {
+            Host::Codex => "Codex",
+            Host::Claude => "Claude Code",
+        }
+    }
+
+    /// The flag of `guidebook hooks install` that selects this host.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Host::Codex => "--codex",
+            Host::Claude => "--claude",
+        }
+    }
+
+    /// The events we hook, each with its matcher: file edits (and the checks the agent runs),
+    /// and the moments a session forgets its context (compaction, `/clear`), after which
+    /// guidelines are shown again.
+    pub fn events(self) -> &'static [(&'static str, Option<&'static str>)] {
+        match self {
+            // PreToolUse of the editing tools is where the circuit breaker denies an edit of
+            // a halted session; PostToolUse of `Bash` is where it sees ruff and pyright runs.
+            Host::Codex => &[
+                ("PreToolUse", Some("^(apply_patch|Bash)$")),
+                ("PostToolUse", Some("^(apply_patch|Bash)$")),
+                ("PostCompact", None),
+                ("SessionStart", Some("^(compact|clear)$")),
+            ],
+            Host::Claude => &[
+                ("PreToolUse", Some("Edit|Write|MultiEdit")),
+                ("PostToolUse", Some("Edit|Write|MultiEdit|Bash")),
+                ("SessionStart", Some("compact|clear")),
+            ],
+        }
+    }
+
+    /// Our groups per event when the hooks are `mcp_tool` calls: the same events and tools as
+    /// [`Host::events`], each group with its input template.
+    pub fn mcp_groups(self) -> &'static [(&'static str, &'static [GroupSpec])] {
+        match self {
+            Host::Codex => &[
+                (
+                    "PreToolUse",
+                    &[(Some("^(apply_patch|Bash)$"), CODEX_PRE_TOOL_USE)],
+                ),
+                (
+                    "PostToolUse",
+                    &[(Some("^(apply_patch|Bash)$"), CODEX_POST_TOOL_USE)],
+                ),
+                ("PostCompact", &[(None, CODEX_POST_COMPACT)]),
+                (
+                    "SessionStart",
+                    &[(Some("^(compact|clear)$"), SESSION_START)],
+                ),
+            ],
+            Host::Claude => &[
+                (
+                    "PreToolUse",
+                    &[(Some("Edit|Write|MultiEdit"), CLAUDE_EDIT_GATE)],
+                ),
+                (
+                    "PostToolUse",
+                    &[
+                        (Some("Edit|Write|MultiEdit"), CLAUDE_EDIT),
+                        (Some("Bash"), CLAUDE_BASH),
+                    ],
+                ),
+                ("SessionStart", &[(Some("compact|clear"), SESSION_START)]),
+            ],
+        }
+    }
+
+    /// Our groups for each event under `wiring`.
+    pub(super) fn groups(self, wiring: &Wiring) -> Vec<(&'static str, Vec<Group>)> {
+        match wiring {
+            Wiring::Command(command) => self
+                .events()
+                .iter()
+                .map(|&(event, matcher)| {
+                    let handler = Handler::Command {
+                        kind: "command",
+                        command: command.clone(),
+                        timeout: TIMEOUT_SECONDS,
+                    };
+                    (
+                        event,
+                        vec![Group {
+                            matcher,
+                            hooks: [handler],
+                        }],
+                    )
+                })
+                .collect(),
+            Wiring::Mcp => self
+                .mcp_groups()
+                .iter()
+                .map(|&(event, specs)| {
+                    let groups = specs
+                        .iter()
+                        .map(|&(matcher, input)| Group {
+                            matcher,
+                            hooks: [Handler::McpTool {
+                                kind: "mcp_tool",
+                                server: MCP_SERVER,
+                                tool: MCP_HOOK_TOOL,
+                                input: TemplateObject(input),
+                                timeout: TIMEOUT_SECONDS,
+                            }],
+                        })
+                        .collect();
+                    (event, groups)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Seconds the host waits for the shim; the shim itself gives up after 2 s.
+const TIMEOUT_SECONDS: u32 = 5;
+
+/// The name our MCP server is registered under (`[mcp_servers.guidebook]`, `mcpServers`).
+pub const MCP_SERVER: &str = "guidebook";
+/// The tool of our MCP server that the `mcp_tool` hooks call.
+pub const MCP_HOOK_TOOL: &str = "hook";
+
+/// How the hooks reach us.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wiring {
+    /// A command hook running `guidebook-hook` (this command line): a process per hook.
+    Command(String),
+    /// An `mcp_tool` hook calling `guidebook mcp`'s `hook` tool: no process per hook.
+    Mcp,
+}
+
+/// One value of an `mcp_tool` input template: a `"${field}"` placeholder, or an object of them.
+#[derive(Debug)]
+pub enum Template {
+    Field(&'static str),
+    Object(&'static [(&'static str, &'static str)]),
+}
+
+impl Serialize for Template {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Template::Field(placeholder) => s.serialize_str(placeholder),
+            Template::Object(members) => {
+                let mut map = s.serialize_map(Some(members.len()))?;
+                for (key, placeholder) in *members {
+                    map.serialize_entry(key, placeholder)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+/// One of our groups for an event: its matcher and, for `mcp_tool` hooks, the input template.
+/// The template names only fields the event has: Codex fails a hook whose placeholder the event
+/// lacks. A whole-value placeholder keeps its JSON type in Codex, so `"${tool_input}"` passes the
+/// tool's input object. Claude Code documents `${path}` substitution in string values only, so
+/// its templates name the leaves the hook reads (`${tool_input.file_path}`), one group per tool
+/// family so that no template names a field its tools lack.
+pub type GroupSpec = (Option<&'static str>, &'static [(&'static str, Template)]);
+
+const CODEX_PRE_TOOL_USE: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    ("tool_input", Template::Field("${tool_input}")),
+    ("cwd", Template::Field("${cwd}")),
+];
+const CODEX_POST_TOOL_USE: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    ("tool_input", Template::Field("${tool_input}")),
+    ("tool_response", Template::Field("${tool_response}")),
+    ("cwd", Template::Field("${cwd}")),
+];
+/// `PostCompact` carries no `source` nor tool fields; the hook needs only the session.
+const CODEX_POST_COMPACT: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+];
+/// `SessionStart` has `source` (the hook resets on `compact` and `clear`), and no `turn_id`.
+const SESSION_START: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("source", Template::Field("${source}")),
+];
+const CLAUDE_EDIT_GATE: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+];
+const CLAUDE_EDIT: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    (
+        "tool_input",
+        Template::Object(&[("file_path", "${tool_input.file_path}")]),
+    ),
+    ("cwd", Template::Field("${cwd}")),
+];
+const CLAUDE_BASH: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    (
+        "tool_input",
+        Template::Object(&[("command", "${tool_input.command}")]),
+    ),
+    (
+        "tool_response",
+        Template::Object(&[
+            ("stdout", "${tool_response.stdout}"),
+            ("stderr", "${tool_response.stderr}"),
+        ]),
+    ),
+    ("cwd", Template::Field("${cwd}")),
+];
+
+/// Whether `command` runs `guidebook-hook`: its first word, unquoted, is a path whose file
+/// name is `guidebook-hook`.
+pub fn is_our_command(command: &str) -> bool {
+    program(command).rsplit('/').next() == Some(HOOK_PROGRAM)
+}
+
+/// The program a shell command line runs: its first word, without the quotes around it.
+pub fn program(command: &str) -> &str {
+    let command = command.trim_start();
+    match command.chars().next() {
+        Some(quote @ ('\'' | '"')) => command[1..].split(quote).next().unwrap_or(""),
+        _ => command.split_whitespace().next().unwrap_or(""),
+    }
+}
+
+/// One of our groups, in the key order the README shows.
+#[derive(Debug, Serialize)]
+pub(super) struct Group {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    matcher: Option<&'static str>,
+    hooks: [Handler; 1],
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Handler {
+    Command {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        command: String,
+        timeout: u32,
+    },
+    McpTool {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        server: &'static str,
+        tool: &'static str,
+        input: TemplateObject,
+        timeout: u32,
+    },
+}
+
+/// An input template, serialised in its written order.
+#[derive(Debug)]
+struct TemplateObject(&'static [(&'static str, Template)]);
+
+impl Serialize for TemplateObject {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Our entry under Claude Code's `mcpServers`.
+#[derive(Debug, Serialize)]
+pub(super) struct McpServer {
+    #[serde(rename = "type")]
+    pub(super) kind: &'static str,
+    pub(super) command: String,
+    pub(super) args: [&'static str; 1],
+}
+
+/// Whether a handler, as written, is ours: a command running `guidebook-hook`, or an
+/// `mcp_tool` call on our server.
+pub(super) fn is_our_handler(handler: &RawValue) -> bool {
+    serde_json::from_str::<Value>(handler.get()).is_ok_and(|h| {
+        h.get("command")
+            .and_then(Value::as_str)
+            .is_some_and(is_our_command)
+            || is_our_mcp_tool(&h)
+    })
+}
+
+/// Whether `handler` is an `mcp_tool` handler on our server (any tool of it).
+pub(super) fn is_our_mcp_tool(handler: &Value) -> bool {
+    handler["type"] == "mcp_tool" && handler["server"] == MCP_SERVER
+}

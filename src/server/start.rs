@@ -1,0 +1,170 @@
+//! The daemon's start-up: private directories, the sample guidebook, the engine, the socket
+//! (bound, or adopted from systemd), readiness, the reload loop, and serving until shutdown.
+//!
+//! `guidebook serve` is a thin caller of [`start`]; everything a daemon does between its
+//! arguments and its exit lives here.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{inherited_listener, ActivationError, Notifier, SocketError};
+use crate::config::Settings;
+use crate::engine::Engine;
+use crate::guidebook::install_sample;
+use crate::store::StoreError;
+
+/// Why the daemon could not start (or stopped with an error).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+    #[error(transparent)]
+    Activation(#[from] ActivationError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{doing}: {source}")]
+    Io {
+        doing: String,
+        source: std::io::Error,
+    },
+}
+
+/// Runs the daemon for `settings` until the future that `shutdown()` makes resolves (it is created
+/// inside the daemon's runtime, before the socket exists, so that signal handlers are in place
+/// by the time a client can connect).
+pub fn start<F: Future<Output = ()>>(
+    mut settings: Settings,
+    shutdown: impl FnOnce() -> F,
+) -> Result<(), StartError> {
+    // Both take variables out of the environment, which is only sound while this process has
+    // a single thread; and children (git) must not inherit them.
+    let notifier = Notifier::from_env();
+    let inherited = inherited_listener()?;
+    if let Some(listener) = &inherited {
+        let path = listener
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_pathname().map(|p| p.to_path_buf()));
+        // The socket the service manager bound is the one clients reach; `status` must name it.
+        if let Some(path) = path.filter(|p| *p != settings.socket) {
+            tracing::warn!(
+                configured = %settings.socket.display(),
+                inherited = %path.display(),
+                "serving the socket the service manager passed, not the configured one"
+            );
+            settings.socket = path;
+        }
+    }
+    // Every directory that holds state must be private before anything is read from it or
+    // written to it.
+    super::prepare_directory(&settings.home, &settings.home, "HOME_DIR")?;
+    if let Some(dir) = settings.db.parent() {
+        super::prepare_directory(dir, &settings.home, "database directory")?;
+    }
+    if settings.root_is_default() {
+        let root = &settings.guidebook_root;
+        if install_sample(root).map_err(|source| StartError::Io {
+            doing: format!("installing the sample guidebook into {}", root.display()),
+            source,
+        })? {
+            tracing::info!(root = %root.display(), "installed the sample guidebook");
+        }
+    }
+    let engine = Arc::new(Engine::open(settings.clone())?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("guidebook")
+        // Searches run on the blocking pool, and every thread that scans keeps its own
+        // regex cache (tens of MiB with a large guidebook). tokio's default of 512 threads
+        // would let a burst of requests multiply that; 16 is more than two cores can use.
+        .max_blocking_threads(16)
+        .build()
+        .map_err(|source| StartError::Io {
+            doing: "starting the async runtime".into(),
+            source,
+        })?;
+    // The signal handlers go in before the socket exists: a SIGTERM sent as soon as the socket
+    // accepts must shut down cleanly, not kill the process with the socket left behind.
+    let shutdown = {
+        let _runtime = runtime.enter();
+        shutdown()
+    };
+    let activated = inherited.is_some();
+    let super::BoundSocket {
+        listener,
+        file: mut socket_file,
+    } = match inherited {
+        Some(listener) => super::adopt(listener, &settings.home)?,
+        None => super::bind(&settings.socket, &settings.home)?,
+    };
+    runtime.block_on(async {
+        let listener =
+            tokio::net::UnixListener::from_std(listener).map_err(|source| StartError::Io {
+                doing: "registering the listening socket".into(),
+                source,
+            })?;
+        // The exact tokenizer's vocabulary takes tens of milliseconds to build: build it now,
+        // not in the first `buildPrompt`.
+        let tokenizer = engine.tokenizer;
+        tokio::task::spawn_blocking(move || tokenizer.warm_up());
+        let reloader = tokio::spawn(reload_loop(
+            engine.clone(),
+            Duration::from_millis(settings.reload_interval_ms.max(50)),
+        ));
+        tracing::info!(
+            socket = %settings.socket.display(),
+            db = %settings.db.display(),
+            root = %settings.guidebook_root.display(),
+            version = crate::VERSION,
+            activated,
+            "listening"
+        );
+        notifier.notify(&format!(
+            "READY=1\nSTATUS=listening on {}",
+            settings.socket.display()
+        ));
+        let shutdown = async {
+            shutdown.await;
+            notifier.notify("STOPPING=1");
+        };
+        let limits = super::Limits {
+            max_request_bytes: settings.max_request_bytes,
+        };
+        super::run(
+            listener,
+            crate::rpc::module(engine.clone()),
+            limits,
+            shutdown,
+            // An inherited socket stays: systemd keeps listening on it while the daemon is
+            // down, and the next connection starts the daemon again.
+            || socket_file.remove(),
+        )
+        .await;
+        reloader.abort();
+        Ok::<_, StartError>(())
+    })?;
+    // The lock goes last: no second daemon starts on this path before the drain is over.
+    drop(socket_file);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Re-reads the guidebook (guidelines and prompt packs) on an interval. A poll (a `stat` per
+/// guideline file) rather than a file-system watcher: it sees edits through symlinks, network mounts and editors that
+/// replace files, needs no extra dependency, and costs about a millisecond per thousand files.
+async fn reload_loop(engine: Arc<Engine>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let engine = engine.clone();
+        let reloaded = tokio::task::spawn_blocking(move || {
+            engine.guidebook.reload();
+            engine.prompts.reload();
+        });
+        if let Err(e) = reloaded.await {
+            tracing::error!("guidebook reload panicked: {e}");
+        }
+    }
+}
