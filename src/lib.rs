@@ -2,33 +2,41 @@
 //!
 //! # Layout
 //!
-//! The dependency direction reads top-down: nothing below imports anything above it.
+//! Clients and hosts, at the top:
+//! - [`cli`]: the `guidebook` subcommands, one file each; thin callers of the modules below.
+//! - [`mcp`]: `guidebook mcp`, the MCP server on stdio: the shim's hook as a tool, and tools for
+//!   agents; a client of the sidecar over kept-alive connections.
+//! - [`server`]: the daemon's start-up ([`server::start`]), the Unix socket, the jsonrpsee tower
+//!   service on it, the reload loop, shutdown and drain.
+//! - [`rpc`]: one file per JSON-RPC method (params, result, `handle`), the registration table,
+//!   and the one mapping of errors to JSON-RPC error objects. Only `rpc` knows wire types.
 //!
-//! - [`cli`]: the `guidebook` subcommands (`serve`, `check`, `explain`, `status`); thin glue.
-//! - [`server`]: binds the Unix socket, serves the jsonrpsee tower service on it, drains on shutdown.
-//! - [`rpc`]: one file per JSON-RPC method (params, result, `handle`), the registration table and
-//!   the one function that maps errors to JSON-RPC error objects. Only `rpc` knows wire types.
-//! - [`engine`]: the evaluation shared by `search` and `explain`: which guidelines apply to and
-//!   match which files.
+//! The domain, which `rpc` and `cli` call alike:
+//! - [`search`]: the guidelines new for a session, within a token budget, recorded as shown.
+//! - [`explain`]: the same evaluation with its reasons, recording nothing.
+//! - [`engine`]: what every handler shares (guidebook, packs, flags, stores) and the evaluation
+//!   of files against a guideline snapshot.
 //! - [`guidebook`]: guideline files: load, validate, compile into an immutable
 //!   [`guidebook::GuidelineSnapshot`], hold it in `arc-swap`, reload it when files change.
-//! - [`prompt`]: prompt packs (`prompts/<role>.yaml`), the CRITICAL block, and `buildPrompt`'s
-//!   phases fitted to their token budgets; live-reloaded with last-good semantics.
-//! - [`tokens`]: exact token counts (embedded `cl100k_base`/`o200k_base`) or the estimate, and the
-//!   fit of a text to a budget.
-//! - [`repo`]: a file's [`repo::RepositoryIdentity`] from `git remote get-url origin`, cached.
-//! - [`language`]: a file's language from its name.
+//! - [`prompt`]: prompt packs, the CRITICAL block, and `buildPrompt`'s phases fitted to budgets.
+//! - [`flags`]: `feature_flags.json`, its rollout, atomic writes, and the live flags.
+//! - [`breaker`]: the circuit breaker as a pure state machine, persisted through the store.
+//! - [`store`]: the only module that runs SQL: pool, schema, presentation and breaker rows.
+//!
+//! Leaves, which import nothing of the above:
+//! - [`watched`]: one mechanism for watched files (stamps, capped reads, last-good states).
 //! - [`files`]: reads changed files safely (no FIFO hangs, capped size).
-//! - [`service`]: the systemd units and launchd agent `guidebook service install` writes.
-//! - [`hook_config`]: our entries in Codex's `hooks.json` and Claude Code's `settings.json`,
-//!   merged in and out of the user's text without re-encoding the rest.
-//! - [`mcp`]: `guidebook mcp`, the MCP server on stdio: the shim's hook as a tool, and tools for
-//!   agents; talks to the sidecar over kept-alive connections.
-//! - [`breaker`]: the circuit breaker: a pure state machine over check runs, persisted through
-//!   the store.
-//! - [`store`]: the only module that runs SQL: pool, schema, presentation and breaker state.
+//! - [`repo`]: a file's repository identity from `git remote get-url origin`, cached.
+//! - [`language`]: a file's language from its name.
+//! - [`tokens`]: exact token counts (embedded `cl100k_base`/`o200k_base`) or the estimate.
+//! - [`sample`]: the sample guidebook compiled into the binary.
 //! - [`config`]: settings with the precedence flag > env > `config.yaml` > default.
+//! - [`service`]: the systemd units and launchd agent `guidebook service install` writes.
 //! - [`time`]: RFC 3339 timestamps without a date-time dependency.
+//!
+//! Dependencies point down this list: a domain module never imports `rpc`, `server`, `cli` or
+//! `mcp`, and a leaf imports only other leaves (their tests aside). The clients' side of the protocol (method names
+//! and params builders) is `guidebook_hook::protocol`, shared with the hook shim.
 
 pub mod breaker;
 pub mod cli;
@@ -43,6 +51,7 @@ pub mod mcp;
 pub mod prompt;
 pub mod repo;
 pub mod rpc;
+pub mod sample;
 pub mod search;
 pub mod server;
 pub mod service;

@@ -1,4 +1,8 @@
-//! Starts the sidecar on demand: when nothing listens on the socket, one caller (a shim, or `guidebook mcp`) starts `guidebook serve` detached and every other waits for it, all within the caller's deadline. Reads: the socket, the environment (`ADAPTIVE_GUIDEBOOK_BIN`, `PATH`). Writes: `<socket>.start.lock`, the sidecar's log next to the socket.
+//! Starts the sidecar on demand when nothing listens on its socket, within the caller's deadline.
+//!
+//! One caller (a shim, or `guidebook mcp`) starts `guidebook serve` detached and every other
+//! waits for it. Reads: the socket, the environment (`ADAPTIVE_GUIDEBOOK_BIN`, `PATH`).
+//! Writes: `<socket>.start.lock`, the sidecar's log next to the socket.
 //!
 //! Many hooks fire at once (parallel tool calls, several agents), so many shims can find the
 //! socket missing at the same moment. An exclusive `flock` on `<socket>.start.lock` elects the

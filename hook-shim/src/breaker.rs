@@ -1,4 +1,6 @@
-//! The hook's part of the circuit breaker: checker runs for `recordError`, and the edit gate. Reads: a [`HookEvent`], the sidecar's answers. Writes: nothing.
+//! The hook's part of the circuit breaker: checker runs for `recordError`, and the edit gate.
+//!
+//! Reads: a [`HookEvent`], the sidecar's answers. Writes: nothing.
 //!
 //! A shell `PostToolUse` that ran ruff or pyright becomes one check run for `recordError`, and a
 //! `PreToolUse` of an editing tool asks whether the session is halted. Everything here happens

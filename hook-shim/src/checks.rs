@@ -1,4 +1,7 @@
-//! Finds ruff and pyright runs in a shell command and their diagnostics in its output: ruff's full, concise and JSON formats, pyright's text and `--outputjson`. Reads: the texts handed in. Writes: nothing.
+//! Finds ruff and pyright runs in a shell command, and their diagnostics in its output.
+//!
+//! Formats: ruff's full, concise and JSON output, pyright's text and `--outputjson`. Reads: the
+//! texts handed in. Writes: nothing.
 //!
 //! Each parser answers `None` when it does not recognise the output as its tool's (the command
 //! failed to start, printed something else, was cut short), `Some(vec![])` for a clean run, and

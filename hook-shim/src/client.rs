@@ -1,4 +1,7 @@
-//! A blocking HTTP/1.1 client for JSON-RPC calls on the sidecar's Unix socket, each bounded by a deadline: one call per connection ([`post`]) or many on a kept-alive one ([`post_keep_alive`]). Reads and writes: the socket.
+//! A blocking HTTP/1.1 client for JSON-RPC calls on the sidecar's Unix socket, deadline-bound.
+//!
+//! One call per connection ([`post`]) or many on a kept-alive one ([`post_keep_alive`]).
+//! Reads and writes: the socket.
 
 use std::fmt;
 use std::io::{self, Read, Write};

@@ -1,4 +1,7 @@
-//! The whole hook, once: one event in, the questions it needs asked of the sidecar, the one line to print. Reads: the event JSON and the sidecar's answers, through the caller's [`SidecarLink`]. Writes: nothing.
+//! The whole hook, once: one event in, the questions for the sidecar, the one line to print.
+//!
+//! Reads: the event JSON and the sidecar's answers, through the caller's [`SidecarLink`].
+//! Writes: nothing.
 //!
 //! `guidebook-hook` (a process per hook, a fresh connection per call) and `guidebook mcp` (one
 //! process per agent session, a kept-alive connection) both call [`handle_event`]; they differ

@@ -1,4 +1,4 @@
-//! Renders the one line the hook prints: guidelines, a breaker warning, halt or deny. Reads: results.
+//! Renders the one line the hook prints: guidelines, a breaker warning, a halt or a deny.
 //!
 //! Every hook output is written here, and only here; hosts reject unknown keys, so each shape
 //! is written by hand in the contract's member order.

@@ -1,4 +1,6 @@
-//! Finds the files an `apply_patch` call leaves behind, in the patch text, in Codex's result summary and in shell scripts that run `apply_patch`. Reads: the text handed in. Writes: nothing.
+//! Finds the files an `apply_patch` call leaves behind. Reads: the text handed in. Writes: nothing.
+//!
+//! Sources: the patch text, Codex's result summary, and shell scripts that run `apply_patch`.
 
 use std::ops::Range;
 

@@ -1,4 +1,4 @@
-//! Turns the paths a hook event names into absolute ones, lexically. Reads and writes nothing (no filesystem access).
+//! Turns the paths a hook event names into absolute ones, lexically (no file system access).
 
 /// Resolves `path` against the directory `base`.
 ///

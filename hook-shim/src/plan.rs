@@ -1,4 +1,6 @@
-//! Decides what to ask the sidecar for one hook event: a `search`, a `resetSession` or nothing. Reads: a [`HookEvent`].
+//! Decides what to ask the sidecar for one hook event: `search`, `resetSession` or nothing.
+//!
+//! Reads: a [`HookEvent`]. Writes: nothing.
 
 use serde_json::Value;
 

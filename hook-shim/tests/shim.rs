@@ -1,4 +1,7 @@
-//! Runs the real `guidebook-hook` binary against a fake sidecar on a temp Unix socket. Reads: fixtures under `hook-shim/tests/fixtures/hooks/`. Writes: temp sockets and directories.
+//! Runs the real `guidebook-hook` binary against a fake sidecar on a temp Unix socket.
+//!
+//! Reads: fixtures under `hook-shim/tests/fixtures/hooks/`. Writes: temp sockets and
+//! directories.
 
 use std::io::{self, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -1,4 +1,8 @@
-//! `guidebook doctor`: checks the whole chain from agent to sidecar and prints one line per check (`ok`, `warn` or `FAIL`, with the fix). Exit 1 on any failure. Reads: the settings, `guidebook-hook --version`, the socket, the agents' hook settings, the guidebook, the database (a rolled-back write lock), the flags file.
+//! `guidebook doctor`: checks the whole chain from agent to sidecar, one line per check.
+//!
+//! Each line is `ok`, `warn` or `FAIL`, with the fix; exit 1 on any failure. Reads: the
+//! settings, `guidebook-hook --version`, the socket, the agents' hook settings, the guidebook,
+//! the database (a rolled-back write lock), the flags file.
 
 use std::fmt;
 use std::io;

@@ -124,7 +124,7 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
                 println!("{} exists; left as it is", path.display());
                 return Ok(ExitCode::SUCCESS);
             }
-            let sample = crate::guidebook::SAMPLE_FILES
+            let sample = crate::sample::SAMPLE_FILES
                 .iter()
                 .find(|(rel, _)| *rel == "feature_flags.json")
                 .map(|(_, content)| *content)

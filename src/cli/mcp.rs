@@ -1,4 +1,8 @@
-//! `guidebook mcp`: runs the MCP server on stdio for one agent session. Reads: the environment (`ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS`, `ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS`, `ADAPTIVE_GUIDEBOOK_NO_AUTOSTART`), the settings for the socket.
+//! `guidebook mcp`: runs the MCP server on stdio for one agent session.
+//!
+//! Reads: the environment (`ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS`,
+//! `ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS`, `ADAPTIVE_GUIDEBOOK_NO_AUTOSTART`), the settings for
+//! the socket.
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -376,7 +376,7 @@ mod tests {
         let validator = jsonschema::validator_for(&schema).unwrap();
         let as_json = |yaml: &str| -> serde_json::Value { serde_yaml::from_str(yaml).unwrap() };
 
-        for (path, text) in crate::guidebook::SAMPLE_FILES {
+        for (path, text) in crate::sample::SAMPLE_FILES {
             if path.ends_with(GUIDELINE_FILE_NAME) {
                 assert!(parse(text).is_ok(), "{path}: {:?}", parse(text).err());
                 assert!(validator.is_valid(&as_json(text)), "{path}");

@@ -1,12 +1,10 @@
 //! Guideline files: the domain type, loading and validation, the compiled immutable snapshot
 //! that requests match against, and the live store that reloads it with last-good semantics.
 
-mod embedded;
 pub(crate) mod load;
 mod reload;
 mod snapshot;
 
-pub use embedded::{install_sample, SAMPLE_FILES};
 pub use load::{find_guideline_files, parse_guideline, LoadError, GUIDELINE_FILE_NAME};
 pub use reload::{Guidebook, ReloadOutcome};
 pub use snapshot::{CompiledGuideline, GuidelineSnapshot};

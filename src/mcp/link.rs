@@ -1,4 +1,7 @@
-//! `guidebook mcp`'s way to the sidecar: JSON-RPC over kept-alive HTTP/1.1 connections on its Unix socket, each call bounded by its own deadline, starting the sidecar on demand like the shim. Reads and writes: the socket; may start `guidebook serve`.
+//! `guidebook mcp`'s way to the sidecar: kept-alive connections, each call deadline-bound.
+//!
+//! JSON-RPC over HTTP/1.1 on the sidecar's Unix socket, starting the sidecar on demand like
+//! the shim. Reads and writes: the socket; may start `guidebook serve`.
 //!
 //! A hook through `guidebook mcp` costs one request on a connection that is already open, which
 //! is what keeps it under a millisecond; the command shim pays a process start and a connect.

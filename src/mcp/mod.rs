@@ -1,4 +1,7 @@
-//! `guidebook mcp`: an MCP server on stdio (the official SDK, `rmcp`), one process per agent session, whose tools talk to the sidecar over its socket. Reads: MCP requests on stdin, the sidecar's answers. Writes: MCP responses on stdout, logs on stderr.
+//! `guidebook mcp`: an MCP server on stdio, one process per agent session.
+//!
+//! Built on the official SDK (`rmcp`); its tools talk to the sidecar over its socket. Reads: MCP
+//! requests on stdin, the sidecar's answers. Writes: MCP responses on stdout, logs on stderr.
 //!
 //! - [`tools`]: the tools, their input schemas and descriptions, and the sidecar call behind
 //!   each agent tool.

@@ -1,4 +1,7 @@
-//! The tools `guidebook mcp` offers: `hook` for the hosts' `mcp_tool` hooks, and six for agents to call themselves, each with its input schema, its description, and the sidecar method it calls. Reads: tool arguments. Writes: nothing (the caller sends the call).
+//! The tools `guidebook mcp` offers, their input schemas, and the sidecar call behind each.
+//!
+//! `hook` serves the hosts' `mcp_tool` hooks; six more are for agents to call themselves.
+//! Reads: tool arguments. Writes: nothing (the caller sends the call).
 
 use std::sync::Arc;
 

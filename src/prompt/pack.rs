@@ -287,7 +287,7 @@ examples:
         ))
         .unwrap();
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let shipped = crate::guidebook::SAMPLE_FILES
+        let shipped = crate::sample::SAMPLE_FILES
             .iter()
             .find(|(p, _)| *p == "prompts/default.yaml")
             .unwrap()

@@ -54,7 +54,7 @@ struct ReloadState {
 pub fn embedded_default() -> Option<Arc<PromptPack>> {
     static PACK: OnceLock<Option<Arc<PromptPack>>> = OnceLock::new();
     PACK.get_or_init(|| {
-        let text = crate::guidebook::SAMPLE_FILES
+        let text = crate::sample::SAMPLE_FILES
             .iter()
             .find(|(p, _)| *p == "prompts/default.yaml")?
             .1;

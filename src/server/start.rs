@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::{inherited_listener, ActivationError, Notifier, SocketError};
 use crate::config::Settings;
 use crate::engine::Engine;
-use crate::guidebook::install_sample;
+use crate::sample::install_sample;
 use crate::store::StoreError;
 
 /// Why the daemon could not start (or stopped with an error).

@@ -22,3 +22,4 @@ mod protocol;
 mod reload;
 mod scope;
 mod service;
+mod tidy;

@@ -1,5 +1,7 @@
-//! The sample guidebook compiled into the binary, and its installation into the default root
-//! on first `serve`. Writes: the guidebook root, once, only when it does not exist.
+//! The sample guidebook compiled into the binary: guidelines, prompt packs, flags, schemas.
+//!
+//! Also its installation into the default root on the first `serve`. Writes: the guidebook
+//! root, once, only when it does not exist.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;

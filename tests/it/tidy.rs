@@ -1,0 +1,190 @@
+//! Tidy checks over the repository's own text: file headers and references to other documents.
+//!
+//! In the manner of rust-analyzer's tidy test: every `.rs` file opens with a `//!` line of at
+//! most 100 characters that says what it is, and no source comment or document names a
+//! document that is not in this repository (a user who clones it has nothing beside it).
+
+use std::path::{Component, Path, PathBuf};
+
+use regex::Regex;
+
+use crate::harness::manifest_dir;
+
+/// The longest first `//!` line; a longer one is a paragraph that belongs below it.
+const MAX_HEADER_CHARS: usize = 100;
+
+/// Every file of the repository with one of `extensions`, skipping build output, VCS data and
+/// installed packages.
+fn repository_files(extensions: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![manifest_dir().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                if !matches!(name.as_ref(), "target" | ".git" | "node_modules") {
+                    stack.push(path);
+                }
+            } else if kind.is_file()
+                && path
+                    .extension()
+                    .is_some_and(|e| extensions.contains(&e.to_string_lossy().as_ref()))
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(manifest_dir())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn every_rust_file_opens_with_a_short_doc_line() {
+    let mut problems = Vec::new();
+    for file in repository_files(&["rs"]) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let first = text.lines().next().unwrap_or("");
+        if !first.starts_with("//! ") {
+            problems.push(format!(
+                "{}: the first line is not a `//!` line",
+                relative(&file)
+            ));
+        } else if first.chars().count() > MAX_HEADER_CHARS {
+            problems.push(format!(
+                "{}: the `//!` line has {} characters (at most {MAX_HEADER_CHARS})",
+                relative(&file),
+                first.chars().count()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `target` resolved against `dir`, lexically; `None` when it leaves the repository.
+fn resolve_in_repository(dir: &Path, target: &str) -> Option<PathBuf> {
+    let root = manifest_dir();
+    let mut path = if target.starts_with('/') {
+        root.to_path_buf()
+    } else {
+        dir.to_path_buf()
+    };
+    for component in Path::new(target.trim_start_matches('/')).components() {
+        match component {
+            Component::ParentDir if !path.pop() || !path.starts_with(root) => return None,
+            Component::ParentDir => {}
+            Component::Normal(part) => path.push(part),
+            _ => {}
+        }
+    }
+    path.starts_with(root).then_some(path)
+}
+
+/// The documents `text` (from `file`) names that this repository does not hold: Markdown link
+/// targets, and `.md` files named in prose or comments.
+fn missing_references(file: &Path, text: &str, only_comments: bool) -> Vec<String> {
+    let link = Regex::new(r"\]\(([^)\s]+)\)").unwrap();
+    let url = Regex::new(r"[a-z]+://\S+").unwrap();
+    let document = Regex::new(r"[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md\b").unwrap();
+    let upward = Regex::new(r"(?:^|[\s`(\[])(\.\./[A-Za-z0-9_./-]+)").unwrap();
+    let dir = file.parent().unwrap();
+    let all_md: Vec<String> = repository_files(&["md"])
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let mut missing = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = url.replace_all(line, "");
+        let line = if only_comments {
+            match line.find("//") {
+                Some(at) => &line[at..],
+                None => continue,
+            }
+        } else {
+            &line[..]
+        };
+        let mut targets: Vec<&str> = link
+            .captures_iter(line)
+            .map(|c| c.get(1).unwrap().as_str())
+            .filter(|t| !t.contains("://") && !t.starts_with('#') && !t.starts_with("mailto:"))
+            .map(|t| t.split('#').next().unwrap())
+            .collect();
+        targets.extend(document.find_iter(line).map(|m| m.as_str()));
+        targets.extend(
+            upward
+                .captures_iter(line)
+                .map(|c| c.get(1).unwrap().as_str()),
+        );
+        targets.sort_unstable();
+        targets.dedup();
+        for target in targets {
+            let exists = if target.contains('/') {
+                // As written relative to this file, or from the repository's root.
+                [dir, manifest_dir()]
+                    .iter()
+                    .filter_map(|base| resolve_in_repository(base, target))
+                    .any(|p| p.exists())
+            } else {
+                all_md.iter().any(|name| name == target) || dir.join(target).exists()
+            };
+            if !exists {
+                missing.push(format!("{}:{}: {target}", relative(file), n + 1));
+            }
+        }
+    }
+    missing
+}
+
+#[test]
+fn no_comment_or_document_names_a_document_outside_this_repository() {
+    let mut missing = Vec::new();
+    // This file's own examples of missing documents are the checker's test, not references.
+    let this_file = manifest_dir().join(file!());
+    for file in repository_files(&["rs"]) {
+        if file == this_file {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        missing.extend(missing_references(&file, &text, true));
+    }
+    for file in repository_files(&["md"]) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        missing.extend(missing_references(&file, &text, false));
+    }
+    assert!(
+        missing.is_empty(),
+        "references to documents this repository does not hold:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// The checker itself: it must see a reference outside the repository and a broken link.
+#[test]
+fn the_reference_checker_finds_what_is_missing() {
+    let file = manifest_dir().join("README.md");
+    let text = "see [the contract](../shared/CONTRACT.md) and `docs/NOPE.md`\n\
+                and [ok](ARCHITECTURE.md) and [web](https://example.org/x.md)\n";
+    let missing = missing_references(&file, text, false);
+    assert_eq!(
+        missing,
+        [
+            "README.md:1: ../shared/CONTRACT.md",
+            "README.md:1: docs/NOPE.md"
+        ]
+    );
+    let rust = "let x = 1; // as `../shared/STYLE.md` says\nlet y = \"NOPE.md\";\n";
+    assert_eq!(
+        missing_references(&manifest_dir().join("src/lib.rs"), rust, true),
+        ["src/lib.rs:1: ../shared/STYLE.md"]
+    );
+}
