@@ -5,7 +5,10 @@
 //! (spawning `/bin/true`). Workload: 1,000 guidelines of 1–3 regexes, 10 Kotlin files of
 //! ~20 KB. Prints medians, p99s and ratios; writes them to target/bench-results/.
 //!
-//! Run with `benches/hook-latency.sh` (builds the release binaries first).
+//! Run with `benches/hook-latency.sh` (builds the release binaries first). With
+//! `HOOK_BENCH_BASELINE=DIR`, a directory holding `guidebook` and `guidebook-hook` of another
+//! build (say, the `main` before a change), that build's hook and search run interleaved with
+//! this one's, each against its own sidecar, and the ratios compare the two.
 
 mod common;
 
@@ -48,6 +51,13 @@ fn main() {
     let socket = home.join("sidecar.sock");
 
     let daemon = common::BenchSidecar::start(&guidebook, &home, &root);
+    let baseline = std::env::var_os("HOOK_BENCH_BASELINE").map(|dir| {
+        let dir = PathBuf::from(dir);
+        // A home of its own, beside this build's.
+        let home = home.with_file_name("home-baseline");
+        let daemon = common::BenchSidecar::start(&dir.join("guidebook"), &home, &root);
+        (dir.join("guidebook-hook"), home.join("sidecar.sock"), daemon)
+    });
 
     let patch: String = files
         .iter()
@@ -101,6 +111,28 @@ fn main() {
     };
     let floor = || spawn_timed(&mut Command::new("/bin/true"), b"");
     let rpc = |session: &str| rpc_round_trip(&socket, session, &files);
+    let base_hook = |session: &str| {
+        let (shim, socket, _) = baseline.as_ref().expect("a baseline");
+        spawn_timed(
+            Command::new(shim)
+                .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
+                .env("ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS", "2000"),
+            event(session).as_bytes(),
+        )
+    };
+    let base_rpc = |session: &str| {
+        let (_, socket, _) = baseline.as_ref().expect("a baseline");
+        rpc_round_trip(socket, session, &files)
+    };
+    if baseline.is_some() {
+        let (_, out) = base_hook("warmup-base");
+        let (_, ours) = hook("warmup-compare");
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&ours),
+            "the baseline's hook prints something else"
+        );
+    }
 
     // Warm-up, and a check that every path really does the work.
     let (_, out) = hook("warmup");
@@ -122,6 +154,7 @@ fn main() {
 
     let (mut t_hook, mut t_floor, mut t_rpc, mut t_cold) = (vec![], vec![], vec![], vec![]);
     let mut t_hook_unbudgeted = vec![];
+    let (mut t_base_hook, mut t_base_rpc) = (vec![], vec![]);
     // Interleaved, so that whatever else the machine does affects every series alike.
     for i in 0..runs {
         // A new session each time: every hook really presents its guidelines.
@@ -129,6 +162,10 @@ fn main() {
         t_hook_unbudgeted.push(ms(hook_with(&format!("u{i}"), "0").0));
         t_floor.push(ms(floor().0));
         t_rpc.push(ms(rpc(&format!("r{i}"))));
+        if baseline.is_some() {
+            t_base_hook.push(ms(base_hook(&format!("bh{i}")).0));
+            t_base_rpc.push(ms(base_rpc(&format!("br{i}"))));
+        }
         if i % (runs / cold_runs.max(1)).max(1) == 0 && t_cold.len() < cold_runs {
             t_cold.push(ms(cold(&format!("c{i}")).0));
         }
@@ -166,6 +203,23 @@ fn main() {
     if let Some(kib) = peak_rss_kib {
         println!("sidecar peak RSS: {:.1} MiB", kib as f64 / 1024.0);
     }
+    let mut compared = serde_json::Value::Null;
+    if let Some((_, _, base_daemon)) = &baseline {
+        let base_hook_m = row("baseline build: hook (warm)", &mut t_base_hook);
+        let base_rpc_m = row("baseline build: search round trip", &mut t_base_rpc);
+        println!(
+            "this build / baseline (medians): hook {:.3}x, search round trip {:.3}x",
+            hook_m.0 / base_hook_m.0,
+            rpc_m.0 / base_rpc_m.0
+        );
+        if let Some(kib) = base_daemon.peak_rss_kib() {
+            println!("baseline sidecar peak RSS: {:.1} MiB", kib as f64 / 1024.0);
+        }
+        compared = serde_json::json!({
+            "hook": {"medianMs": base_hook_m.0, "p99Ms": base_hook_m.1},
+            "rpc": {"medianMs": base_rpc_m.0, "p99Ms": base_rpc_m.1},
+        });
+    }
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
     let _ = std::fs::create_dir_all(&out);
     let json = serde_json::json!({
@@ -176,6 +230,7 @@ fn main() {
         "hookWithoutTokenBudget": {"medianMs": unbudgeted_m.0, "p99Ms": unbudgeted_m.1},
         "cold": {"medianMs": cold_m.0, "p99Ms": cold_m.1},
         "sidecarPeakRssKiB": peak_rss_kib,
+        "baseline": compared,
     });
     let _ = std::fs::write(
         out.join("hook_latency.json"),
