@@ -56,7 +56,11 @@ fn main() {
         // A home of its own, beside this build's.
         let home = home.with_file_name("home-baseline");
         let daemon = common::BenchSidecar::start(&dir.join("guidebook"), &home, &root);
-        (dir.join("guidebook-hook"), home.join("sidecar.sock"), daemon)
+        (
+            dir.join("guidebook-hook"),
+            home.join("sidecar.sock"),
+            daemon,
+        )
     });
 
     let patch: String = files

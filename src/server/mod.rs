@@ -3,6 +3,7 @@
 //! accepting, lets in-flight requests finish, and then returns.
 
 mod activation;
+mod ids;
 mod socket;
 mod start;
 
@@ -62,7 +63,10 @@ pub async fn run(
     let (stop_handle, server_handle) = stop_channel();
     let mut connections = JoinSet::new();
     let serve = |stream: tokio::net::UnixStream| {
-        let service = builder.clone().build(methods.clone(), stop_handle.clone());
+        let service = ids::CheckIds {
+            inner: builder.clone().build(methods.clone(), stop_handle.clone()),
+            max_body: limits.max_request_bytes as usize,
+        };
         let stop = stop_handle.clone().shutdown();
         let stopped = async move {
             stop.await;

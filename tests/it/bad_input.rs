@@ -467,3 +467,50 @@ fn a_locked_database_answers_within_the_deadline_and_records_nothing() {
         ["todo-needs-ticket"]
     );
 }
+
+/// JSON-RPC 2.0 ids are strings, integers or null. Any other id used to be read as a
+/// notification and answered with HTTP 200 and the body `null`; it is an Invalid Request.
+#[test]
+fn ids_json_rpc_does_not_allow_are_invalid_requests_alone_and_in_batches() {
+    let sidecar = Sidecar::start_default();
+    for id in [r#"{"a":1}"#, "[1]", "1.5", "18446744073709551616", "-3"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"status"}}"#);
+        let (status, answer) = sidecar.raw(body.as_bytes());
+        assert_eq!(status, 200, "{id}");
+        let answer: Value = serde_json::from_slice(&answer)
+            .unwrap_or_else(|e| panic!("{id}: {e}: {}", String::from_utf8_lossy(&answer)));
+        assert_eq!(answer["error"]["code"], -32600, "{id}: {answer}");
+        assert_eq!(answer["id"], Value::Null, "{id}: {answer}");
+        assert_eq!(answer["jsonrpc"], "2.0");
+    }
+
+    // In a batch the bad members get the error and the others their answers.
+    let batch = r#"[{"jsonrpc":"2.0","id":{"a":1},"method":"status"},
+        {"jsonrpc":"2.0","id":7,"method":"isEnabled","params":{"flag":"nope"}},
+        {"jsonrpc":"2.0","id":0.5,"method":"status"}]"#;
+    let (status, answer) = sidecar.raw(batch.as_bytes());
+    assert_eq!(status, 200);
+    let answer: Vec<Value> = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answer.len(), 3, "{answer:?}");
+    let served: Vec<&Value> = answer.iter().filter(|a| a["id"] == 7).collect();
+    assert_eq!(served.len(), 1);
+    assert_eq!(served[0]["result"], false);
+    let refused = answer
+        .iter()
+        .filter(|a| a["id"].is_null() && a["error"]["code"] == -32600)
+        .count();
+    assert_eq!(refused, 2, "{answer:?}");
+
+    // A batch of nothing but bad ids, and good requests as before.
+    let (_, answer) = sidecar.raw(br#"[{"jsonrpc":"2.0","id":[],"method":"status"}]"#);
+    let answer: Vec<Value> = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answer.len(), 1);
+    assert_eq!(answer[0]["error"]["code"], -32600);
+    let (_, answer) =
+        sidecar.raw(br#"{"jsonrpc":"2.0","id":"x","method":"isEnabled","params":{"flag":"f"}}"#);
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(
+        (answer["id"].clone(), answer["result"].clone()),
+        (Value::from("x"), Value::from(false))
+    );
+}

@@ -1,0 +1,220 @@
+//! Request ids that JSON-RPC 2.0 does not allow get -32600, not silence. Wraps the tower service.
+//!
+//! jsonrpsee reads a request whose `id` is an object, an array, a fraction or an integer beyond
+//! 64 bits as a *notification* (the id is dropped as an unknown member) and answers nothing: the
+//! caller sees HTTP 200 with the body `null`. JSON-RPC 2.0 wants an error object, -32600 Invalid
+//! Request with `id: null`. [`CheckIds`] looks at the ids before jsonrpsee does: a single request
+//! with such an id is answered with that error; in a batch, such members get that error and the
+//! others are served as usual, their answers and the errors in one array.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http_body_util::{BodyExt, Limited};
+use jsonrpsee::server::{HttpBody, HttpResponse};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The error object for a request with an id JSON-RPC does not allow.
+pub const INVALID_ID: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: the id must be a string, an integer or null"},"id":null}"#;
+
+/// What to do with one request body.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ids {
+    /// Every id is fine (or the body is not JSON-RPC at all): jsonrpsee answers it.
+    Pass,
+    /// A single request with a bad id: answer [`INVALID_ID`].
+    Reject,
+    /// A batch with bad ids: `forward` (the other members, if any) goes to jsonrpsee, and one
+    /// [`INVALID_ID`] per bad member joins its answer.
+    Batch { forward: Option<String>, bad: usize },
+}
+
+#[derive(Deserialize)]
+struct IdOnly<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+}
+
+/// Whether a member's `id` is one JSON-RPC allows (absent, `null`, a string, or an integer that
+/// fits the server's id type); a member that is not an object is left to jsonrpsee.
+fn id_is_valid(member: &str) -> bool {
+    let Ok(IdOnly { id: Some(id) }) = serde_json::from_str::<IdOnly>(member) else {
+        return true;
+    };
+    serde_json::from_str::<jsonrpsee::types::Id>(id.get()).is_ok()
+}
+
+/// Sorts out `body` (see [`Ids`]).
+pub fn check(body: &[u8]) -> Ids {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Ids::Pass;
+    };
+    if text.trim_start().starts_with('[') {
+        let Ok(members) = serde_json::from_str::<Vec<&RawValue>>(text) else {
+            return Ids::Pass;
+        };
+        let (good, bad): (Vec<&RawValue>, Vec<&RawValue>) =
+            members.into_iter().partition(|m| id_is_valid(m.get()));
+        if bad.is_empty() {
+            return Ids::Pass;
+        }
+        let forward = (!good.is_empty()).then(|| {
+            let members: Vec<&str> = good.iter().map(|m| m.get()).collect();
+            format!("[{}]", members.join(","))
+        });
+        Ids::Batch {
+            forward,
+            bad: bad.len(),
+        }
+    } else if id_is_valid(text) {
+        Ids::Pass
+    } else {
+        Ids::Reject
+    }
+}
+
+/// The tower service that runs [`check`] in front of jsonrpsee's.
+#[derive(Clone)]
+pub struct CheckIds<S> {
+    pub inner: S,
+    /// Bodies past this are left to jsonrpsee, which refuses them with HTTP 413.
+    pub max_body: usize,
+}
+
+fn json_response(status: u16, body: String) -> HttpResponse {
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json; charset=utf-8")
+        .body(HttpBody::from(body))
+        .expect("a valid response")
+}
+
+impl<S, B> tower::Service<http::Request<B>> for CheckIds<S>
+where
+    S: tower::Service<http::Request<HttpBody>, Response = HttpResponse, Error = BoxError>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = HttpResponse;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let mut inner = self.inner.clone();
+        let max_body = self.max_body;
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let declared = parts
+                .headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+            if parts.method != http::Method::POST || declared.is_none_or(|n| n > max_body) {
+                // Not a JSON-RPC call we can hold, or one jsonrpsee refuses by its size anyway.
+                return inner
+                    .call(http::Request::from_parts(parts, HttpBody::new(body)))
+                    .await;
+            }
+            let bytes = match Limited::new(body, max_body).collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(_) => return Ok(json_response(413, String::new())),
+            };
+            match check(&bytes) {
+                Ids::Pass => {
+                    let request = http::Request::from_parts(parts, HttpBody::from(bytes.to_vec()));
+                    inner.call(request).await
+                }
+                Ids::Reject => Ok(json_response(200, INVALID_ID.to_owned())),
+                Ids::Batch { forward, bad } => {
+                    let mut answers = Vec::new();
+                    if let Some(forward) = forward {
+                        let mut parts = parts;
+                        parts.headers.insert(
+                            http::header::CONTENT_LENGTH,
+                            http::HeaderValue::from(forward.len()),
+                        );
+                        let request = http::Request::from_parts(parts, HttpBody::from(forward));
+                        let response = inner.call(request).await?;
+                        let body = response.into_body().collect().await?.to_bytes();
+                        match serde_json::from_slice::<Vec<Box<RawValue>>>(&body) {
+                            Ok(members) => {
+                                answers.extend(members.iter().map(|m| m.get().to_owned()))
+                            }
+                            // Notifications only: nothing to answer. Anything else is kept.
+                            Err(_) if body.trim_ascii().is_empty() || &body[..] == b"null" => {}
+                            Err(_) => answers.push(String::from_utf8_lossy(&body).into_owned()),
+                        }
+                    }
+                    answers.extend(std::iter::repeat_n(INVALID_ID.to_owned(), bad));
+                    Ok(json_response(200, format!("[{}]", answers.join(","))))
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_json_rpc_allows_pass() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"status"}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"status"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"status"}"#,
+            r#"{"jsonrpc":"2.0","method":"status"}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"status"}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"status"},{"jsonrpc":"2.0","id":"2","method":"status"}]"#,
+            "not json",
+            "[1, 2]",
+        ] {
+            assert_eq!(check(body.as_bytes()), Ids::Pass, "{body}");
+        }
+    }
+
+    #[test]
+    fn other_ids_are_invalid_requests() {
+        for id in [
+            r#"{"a":1}"#,
+            "[1]",
+            "1.5",
+            "18446744073709551616",
+            "-1",
+            "true",
+        ] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"status"}}"#);
+            assert_eq!(check(body.as_bytes()), Ids::Reject, "{id}");
+        }
+        let batch = r#"[{"jsonrpc":"2.0","id":{"a":1},"method":"status"},{"jsonrpc":"2.0","id":7,"method":"status"},{"jsonrpc":"2.0","id":0.5,"method":"status"}]"#;
+        assert_eq!(
+            check(batch.as_bytes()),
+            Ids::Batch {
+                forward: Some(r#"[{"jsonrpc":"2.0","id":7,"method":"status"}]"#.into()),
+                bad: 2
+            }
+        );
+        let all_bad = r#"[{"jsonrpc":"2.0","id":[],"method":"status"}]"#;
+        assert_eq!(
+            check(all_bad.as_bytes()),
+            Ids::Batch {
+                forward: None,
+                bad: 1
+            }
+        );
+        let error: serde_json::Value = serde_json::from_str(INVALID_ID).unwrap();
+        assert_eq!(error["error"]["code"], -32600);
+        assert!(error["id"].is_null());
+    }
+}
