@@ -9,11 +9,13 @@ mod explain;
 mod flags;
 mod hooks;
 mod mcp;
+mod new;
 mod prompt;
 mod search;
 mod serve;
 mod service;
 mod status;
+mod test;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,8 +58,24 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
     },
-    /// Validate every guideline.yaml and prompt pack under DIR (default: the guidebook root); exit 1 on any error.
+    /// Validate every guideline.yaml and prompt pack under DIR (default: the guidebook root) and run the guidelines' examples; exit 1 on any error.
     Check { dir: Option<PathBuf> },
+    /// Run every guideline's examples under DIR (default: the guidebook root): one line per
+    /// example that does not come out as written; exit 1 on any.
+    Test {
+        dir: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a new guideline skeleton (with examples) under the guidebook root.
+    New {
+        /// The guideline's id (lowercase kebab-case); also its directory's name.
+        id: String,
+        /// The language it applies to (kotlin, java, python, ...).
+        #[arg(long, value_name = "L")]
+        language: Option<String>,
+    },
     /// Show which guidelines apply to and match FILEs, and why. Records nothing.
     Explain {
         /// Also show whether each guideline was already presented in this session.
@@ -203,6 +221,12 @@ pub enum UsageError {
     UnknownRole { role: String, known: String },
     #[error("give --enabled and/or --rollout: there is nothing to set")]
     NothingToSet,
+    #[error("`{0}` is not a guideline id: use lowercase letters, digits and `-` (at most 128)")]
+    GuidelineId(String),
+    #[error("unknown language `{given}`; known languages: {known}")]
+    Language { given: String, known: String },
+    #[error("the id `{id}` is already used by {}", path.display())]
+    IdTaken { id: String, path: PathBuf },
 }
 
 /// FILE arguments as the absolute paths the sidecar requires, resolved against the current
@@ -244,6 +268,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Serve { .. } => serve::run(settings),
         Command::Check { dir } => Ok(check::run(&settings, dir)),
+        Command::Test { dir, json } => Ok(test::run(&settings, dir, json)),
+        Command::New { id, language } => new::run(&settings, &id, language.as_deref()),
         Command::Explain {
             session,
             json,

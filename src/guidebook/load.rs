@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
-use super::Guideline;
+use super::{Example, Expect, Guideline};
 use crate::language;
 pub use crate::watched::LoadError;
 use crate::watched::{find_key_line, yaml_error};
@@ -36,6 +36,50 @@ struct RawGuideline {
     #[serde(rename = "match")]
     matcher: RawMatch,
     content: String,
+    #[serde(default)]
+    examples: Option<RawExamples>,
+}
+
+/// Code that the guideline must match (`match`) and must not (`no_match`); `guidebook test`
+/// and `guidebook check` run them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExamples {
+    #[serde(default, rename = "match")]
+    matches: Vec<RawExample>,
+    #[serde(default)]
+    no_match: Vec<RawExample>,
+}
+
+/// One example: its code, or its code and the path it stands for (its language scopes it).
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a code snippet, or {code, path}")]
+enum RawExample {
+    Code(String),
+    WithPath(RawExampleWithPath),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExampleWithPath {
+    code: String,
+    #[serde(default)]
+    path: Option<ExamplePath>,
+}
+
+/// A relative path with no `..`: it only stands for a file name and its language.
+struct ExamplePath(String);
+
+impl<'de> Deserialize<'de> for ExamplePath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() || s.starts_with('/') || s.split('/').any(|part| part == "..") {
+            return Err(de::Error::custom(format!(
+                "example path `{s}` must be a relative path inside a repository, like src/Foo.kt"
+            )));
+        }
+        Ok(ExamplePath(s))
+    }
 }
 
 #[derive(Deserialize)]
@@ -199,7 +243,9 @@ pub fn parse_guideline(path: &Path, text: &str) -> Result<Guideline, LoadError> 
         repositories: None,
         languages: None,
     });
+    let examples = raw.examples.map(|e| examples(text, e)).unwrap_or_default();
     Ok(Guideline {
+        examples,
         id: raw.id.0,
         repositories: scope
             .repositories
@@ -217,6 +263,79 @@ pub fn parse_guideline(path: &Path, text: &str) -> Result<Guideline, LoadError> 
         source: path.to_path_buf(),
         id_line,
     })
+}
+
+/// The examples of a guideline, each with the line of its list item in `text`.
+fn examples(text: &str, raw: RawExamples) -> Vec<Example> {
+    let lists = [
+        (Expect::Match, raw.matches, "match"),
+        (Expect::NoMatch, raw.no_match, "no_match"),
+    ];
+    let mut out = Vec::new();
+    for (expect, items, key) in lists {
+        let lines = item_lines(text, "examples", key);
+        for (i, item) in items.into_iter().enumerate() {
+            let (code, path) = match item {
+                RawExample::Code(code) => (code, None),
+                RawExample::WithPath(e) => (e.code, e.path.map(|p| p.0)),
+            };
+            out.push(Example {
+                expect,
+                index: i + 1,
+                code,
+                path,
+                line: lines.get(i).copied(),
+            });
+        }
+    }
+    out
+}
+
+/// The 1-based lines of the list items under the top-level `section:`'s `key:`, in order. A
+/// guideline is hand-written YAML in block style; flow-style lists give no lines.
+fn item_lines(text: &str, section: &str, key: &str) -> Vec<usize> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(start) = find_key_line(text, section) else {
+        return Vec::new();
+    };
+    // The key inside the section: indented, before the section ends.
+    let Some(key_line) = lines
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take_while(|(_, l)| l.trim().is_empty() || indent(l) > 0)
+        .find(|(_, l)| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map(|(n, _)| n)
+    else {
+        return Vec::new();
+    };
+    let key_indent = indent(lines[key_line]);
+    let mut items = Vec::new();
+    let mut item_indent = None;
+    for (n, line) in lines.iter().enumerate().skip(key_line + 1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let here = indent(line);
+        if here < key_indent || (here == key_indent && !line.trim_start().starts_with("- ")) {
+            break;
+        }
+        let is_item = line.trim_start().starts_with('-');
+        match item_indent {
+            None if is_item => {
+                item_indent = Some(here);
+                items.push(n + 1);
+            }
+            Some(i) if is_item && here == i => items.push(n + 1),
+            _ => {}
+        }
+    }
+    items
 }
 
 /// Every `guideline.yaml` under `root`, sorted, with its metadata. Symlinked directories are
@@ -393,7 +512,22 @@ mod tests {
             "id: a\nmatch:\n  any:\n    - regex: {pattern: x, flags: i}\ncontent: c\n".to_string(),
             "id: a\nmatch:\n  any:\n    - regex: {pattern: x}\n".to_string(),
             "id: a\nmatch:\n  any:\n    - regex: {pattern: x}\ncontent: ''\n".to_string(),
+            format!("{GOOD}examples:\n  matches: [x]\n"),
+            format!("{GOOD}examples:\n  match:\n    - {{code: x, file: a.kt}}\n"),
+            format!("{GOOD}examples:\n  match:\n    - {{code: x, path: /abs/a.kt}}\n"),
+            format!("{GOOD}examples:\n  no_match:\n    - {{code: x, path: src/../../a.kt}}\n"),
+            format!("{GOOD}examples:\n  match:\n    - {{path: a.kt}}\n"),
+            format!("{GOOD}examples:\n  match:\n    - 3\n"),
         ];
+        let with_examples = format!(
+            "{GOOD}examples:\n  match:\n    - println(x)\n    - {{code: y, path: src/A.java}}\n  no_match: []\n"
+        );
+        assert!(
+            parse(&with_examples).is_ok(),
+            "{:?}",
+            parse(&with_examples).err()
+        );
+        assert!(validator.is_valid(&as_json(&with_examples)));
         for text in &broken {
             assert!(parse(text).is_err(), "the validator accepted:\n{text}");
             assert!(

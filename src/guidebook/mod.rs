@@ -1,10 +1,12 @@
 //! Guideline files: the domain type, loading and validation, the compiled immutable snapshot
 //! that requests match against, and the live store that reloads it with last-good semantics.
 
+mod examples;
 pub(crate) mod load;
 mod reload;
 mod snapshot;
 
+pub use examples::{run_examples, ExampleFailure, ExampleReport};
 pub use load::{find_guideline_files, parse_guideline, LoadError, GUIDELINE_FILE_NAME};
 pub use reload::{Guidebook, ReloadOutcome};
 pub use snapshot::{CompiledGuideline, GuidelineSnapshot};
@@ -27,4 +29,36 @@ pub struct Guideline {
     pub source: PathBuf,
     /// 1-based line of the `id:` key, for error messages that point at the guideline.
     pub id_line: Option<usize>,
+    /// Code the guideline must and must not match (`examples:`), run by `guidebook test`.
+    pub examples: Vec<Example>,
+}
+
+/// Whether an example must match its guideline or must not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    Match,
+    NoMatch,
+}
+
+impl Expect {
+    /// The example list's key in `guideline.yaml`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Expect::Match => "match",
+            Expect::NoMatch => "no_match",
+        }
+    }
+}
+
+/// One example of a guideline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Example {
+    pub expect: Expect,
+    /// 1-based position in its list.
+    pub index: usize,
+    pub code: String,
+    /// The path it stands for, whose language scopes it; `None`: the guideline's first language.
+    pub path: Option<String>,
+    /// 1-based line of its list item in the file.
+    pub line: Option<usize>,
 }

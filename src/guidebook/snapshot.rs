@@ -185,6 +185,16 @@ impl GuidelineSnapshot {
                 repo_ok[self.repo_glob_owner[i] as usize] = true;
             }
         }
+        self.applicability_with(repo_ok, language)
+    }
+
+    /// Which guidelines apply to a file of `language` in whatever repository each is scoped to:
+    /// what an example of a guideline is checked under.
+    pub fn applicability_in_any_repository(&self, language: Option<&str>) -> Applicability {
+        self.applicability_with(vec![true; self.guidelines.len()], language)
+    }
+
+    fn applicability_with(&self, repo_ok: Vec<bool>, language: Option<&str>) -> Applicability {
         self.guidelines
             .iter()
             .zip(repo_ok)
@@ -280,6 +290,7 @@ mod tests {
             content: format!("{id} content"),
             source: Path::new("/g").join(id).join("guideline.yaml"),
             id_line: Some(1),
+            examples: Vec::new(),
         })
     }
 
