@@ -6,6 +6,10 @@
 //! `.gitignore`d files are left out of both). Medians of SCAN_RUNS (default 5) runs; writes
 //! target/bench-results/scan.json.
 //!
+//! Then the whole `guidebook scan --json REPO` command (walk, parallel evaluation with repository
+//! identity and language scope, report) against `rg -c -f patterns.txt REPO` (walk and search,
+//! all cores) on the real repository, each walking it itself.
+//!
 //! The two do not compute quite the same thing: the set scan reports *which* patterns match
 //! each file (what a search needs), `rg -c` counts the lines matching *any* pattern. Both read
 //! every byte of every file. ripgrep missing: the benchmark says so and exits 0. A ripgrep run
@@ -73,16 +77,78 @@ fn main() {
         );
         rows.push(json!({"corpus": name, "result": row}));
     }
+    let command = compare_commands(&root_of(&guidebook), &patterns_file, &repo, runs);
+    println!(
+        "whole commands on {}: `guidebook scan --json` {:.1} MB/s ({:.3} s), `rg -c -f` {:.1} MB/s ({:.3} s): scan/rg {:.2}x",
+        repo.display(),
+        command["scanMBPerS"].as_f64().unwrap(),
+        command["scanSecs"].as_f64().unwrap(),
+        command["rgMBPerS"].as_f64().unwrap(),
+        command["rgSecs"].as_f64().unwrap(),
+        command["scanMBPerS"].as_f64().unwrap() / command["rgMBPerS"].as_f64().unwrap(),
+    );
     let out = common::results_dir().join("scan.json");
     std::fs::write(
         &out,
-        serde_json::to_string_pretty(
-            &json!({"patterns": patterns.len(), "runs": runs, "corpora": rows}),
-        )
+        serde_json::to_string_pretty(&json!({
+            "patterns": patterns.len(), "runs": runs, "corpora": rows, "commands": command
+        }))
         .unwrap(),
     )
     .unwrap();
     println!("wrote {}", out.display());
+}
+
+fn root_of(guidebook: &Guidebook) -> PathBuf {
+    guidebook.root().to_path_buf()
+}
+
+/// `guidebook scan --json REPO` (release binary, this guidebook) against `rg -c -f patterns REPO`
+/// with its default parallelism: both walk the repository themselves; medians of `runs`.
+fn compare_commands(root: &Path, patterns_file: &Path, repo: &Path, runs: usize) -> Value {
+    let guidebook = PathBuf::from(env!("CARGO_BIN_EXE_guidebook"));
+    let home = tempfile::tempdir().unwrap();
+    let (mut scan, mut rg) = (vec![], vec![]);
+    let mut bytes = 0u64;
+    for _ in 0..runs {
+        let start = Instant::now();
+        let out = Command::new(&guidebook)
+            .arg("--guidebook-root")
+            .arg(root)
+            .args(["scan", "--json"])
+            .arg(repo)
+            .env("ADAPTIVE_GUIDEBOOK_HOME", home.path())
+            .env("RUST_LOG", "error")
+            .output()
+            .expect("guidebook scan");
+        scan.push(start.elapsed().as_secs_f64());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        bytes = report["bytes"].as_u64().unwrap();
+        let start = Instant::now();
+        Command::new("rg")
+            .args(["--no-config", "-c", "-f"])
+            .arg(patterns_file)
+            .arg(repo)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("rg");
+        rg.push(start.elapsed().as_secs_f64());
+    }
+    let (scan_s, rg_s) = (percentile(&mut scan, 0.5), percentile(&mut rg, 0.5));
+    json!({
+        "repo": repo.display().to_string(),
+        "bytes": bytes,
+        "scanSecs": scan_s,
+        "rgSecs": rg_s,
+        "scanMBPerS": bytes as f64 / 1e6 / scan_s,
+        "rgMBPerS": bytes as f64 / 1e6 / rg_s,
+    })
 }
 
 /// The files ripgrep would search under `repo` (ignore files respected), at most 20,000 of them

@@ -12,7 +12,7 @@ use crate::breaker::Breaker;
 use crate::config::Settings;
 use crate::files::{self, Skip};
 use crate::flags::Flags;
-use crate::guidebook::{Guidebook, GuidelineSnapshot};
+use crate::guidebook::{Applicability, Guidebook, GuidelineSnapshot};
 use crate::prompt::PromptPacks;
 use crate::repo::RepositoryResolver;
 use crate::store::{BreakerStore, Database, PresentationStore, StoreError};
@@ -50,6 +50,55 @@ pub struct FileEvaluation {
 pub struct GuidelineMatch {
     pub guideline: usize,
     pub first: Option<(usize, String)>,
+}
+
+/// Which guidelines apply, per (repository, language): computed once per pair and reused.
+pub type ApplicabilityCache = HashMap<(Option<String>, Option<&'static str>), Applicability>;
+
+/// One file's evaluation against `snapshot`: its repository and language, then, unless it
+/// cannot be read, the applicable guidelines that match its first `max_file_bytes` (with the
+/// first line and pattern of each when `details`). The one per-file step of `search`,
+/// `explain` and `guidebook scan`.
+pub fn evaluate_file(
+    snapshot: &GuidelineSnapshot,
+    repos: &RepositoryResolver,
+    max_file_bytes: u64,
+    path: &Path,
+    details: bool,
+    applicability: &mut ApplicabilityCache,
+) -> FileEvaluation {
+    let language = crate::language::language_of(path);
+    let repository = repos.identity_of(path);
+    match files::read_capped(path, max_file_bytes) {
+        Err(skip) => FileEvaluation {
+            repository,
+            language,
+            skipped: Some(skip),
+            matches: Vec::new(),
+        },
+        Ok(content) => {
+            let applicable = applicability
+                .entry((repository.clone(), language))
+                .or_insert_with(|| snapshot.applicability(repository.as_deref(), language));
+            let matches = snapshot
+                .matching(&content.bytes, applicable)
+                .into_iter()
+                .map(|g| GuidelineMatch {
+                    guideline: g,
+                    first: details
+                        .then(|| snapshot.first_match(g, &content.bytes))
+                        .flatten()
+                        .map(|(line, p)| (line, p.to_string())),
+                })
+                .collect();
+            FileEvaluation {
+                repository,
+                language,
+                skipped: None,
+                matches,
+            }
+        }
+    }
 }
 
 impl Engine {
@@ -96,7 +145,7 @@ impl Engine {
     ) -> Option<Vec<FileEvaluation>> {
         // Where each path's evaluation sits in `out`, so a repeated path is copied, not re-read.
         let mut seen: HashMap<&str, usize> = HashMap::new();
-        let mut applicability = HashMap::new();
+        let mut applicability = ApplicabilityCache::new();
         let mut out: Vec<FileEvaluation> = Vec::with_capacity(paths.len());
         for path in paths {
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -106,39 +155,14 @@ impl Engine {
                 out.push(out[i].clone());
                 continue;
             }
-            let p = Path::new(path);
-            let language = crate::language::language_of(p);
-            let repository = self.repos.identity_of(p);
-            let evaluation = match files::read_capped(p, self.settings.max_file_bytes) {
-                Err(skip) => FileEvaluation {
-                    repository,
-                    language,
-                    skipped: Some(skip),
-                    matches: Vec::new(),
-                },
-                Ok(content) => {
-                    let applicable = applicability
-                        .entry((repository.clone(), language))
-                        .or_insert_with(|| snapshot.applicability(repository.as_deref(), language));
-                    let matches = snapshot
-                        .matching(&content.bytes, applicable)
-                        .into_iter()
-                        .map(|g| GuidelineMatch {
-                            guideline: g,
-                            first: details
-                                .then(|| snapshot.first_match(g, &content.bytes))
-                                .flatten()
-                                .map(|(line, p)| (line, p.to_string())),
-                        })
-                        .collect();
-                    FileEvaluation {
-                        repository,
-                        language,
-                        skipped: None,
-                        matches,
-                    }
-                }
-            };
+            let evaluation = evaluate_file(
+                snapshot,
+                &self.repos,
+                self.settings.max_file_bytes,
+                Path::new(path),
+                details,
+                &mut applicability,
+            );
             seen.insert(path, out.len());
             out.push(evaluation);
         }

@@ -14,6 +14,7 @@
 //! The domain, which `rpc` and `cli` call alike:
 //! - [`search`]: the guidelines new for a session, within a token budget, recorded as shown.
 //! - [`explain`]: the same evaluation with its reasons, recording nothing.
+//! - [`scan`]: the same evaluation over a whole repository, in parallel: a dry run for authors.
 //! - [`engine`]: what every handler shares (guidebook, packs, flags, stores) and the evaluation
 //!   of files against a guideline snapshot.
 //! - [`guidebook`]: guideline files: load, validate, compile into an immutable
@@ -52,6 +53,7 @@ pub mod prompt;
 pub mod repo;
 pub mod rpc;
 pub mod sample;
+pub mod scan;
 pub mod search;
 pub mod server;
 pub mod service;

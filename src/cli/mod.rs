@@ -11,6 +11,7 @@ mod hooks;
 mod mcp;
 mod new;
 mod prompt;
+mod scan;
 mod search;
 mod serve;
 mod service;
@@ -64,6 +65,15 @@ pub enum Command {
     /// example that does not come out as written; exit 1 on any.
     Test {
         dir: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run every guideline against every file of REPO (walked as ripgrep walks it) and show
+    /// which fire where, noisiest first. Records nothing.
+    Scan {
+        #[arg(value_name = "REPO")]
+        repo: PathBuf,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -269,6 +279,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Serve { .. } => serve::run(settings),
         Command::Check { dir } => Ok(check::run(&settings, dir)),
         Command::Test { dir, json } => Ok(test::run(&settings, dir, json)),
+        Command::Scan { repo, json } => scan::run(&settings, repo, json),
         Command::New { id, language } => new::run(&settings, &id, language.as_deref()),
         Command::Explain {
             session,

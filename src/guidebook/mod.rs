@@ -9,7 +9,7 @@ mod snapshot;
 pub use examples::{run_examples, ExampleFailure, ExampleReport};
 pub use load::{find_guideline_files, parse_guideline, LoadError, GUIDELINE_FILE_NAME};
 pub use reload::{Guidebook, ReloadOutcome};
-pub use snapshot::{CompiledGuideline, GuidelineSnapshot};
+pub use snapshot::{Applicability, CompiledGuideline, GuidelineSnapshot};
 
 use std::path::PathBuf;
 

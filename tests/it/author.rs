@@ -168,3 +168,98 @@ fn new_writes_a_skeleton_that_checks_and_passes_and_never_overwrites() {
     );
     assert!(!root.join("x").exists());
 }
+
+#[test]
+fn scan_walks_a_real_repository_as_git_sees_it_and_records_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("guidebook");
+    write_guideline(
+        &root,
+        "no-globalscope",
+        "id: no-globalscope\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin]\nmatch:\n  any:\n    - regex:\n        pattern: 'GlobalScope\\.launch'\ncontent: c\n",
+    );
+    write_guideline(
+        &root,
+        "other-team",
+        "id: other-team\nscope:\n  repositories: ['other/*']\nmatch:\n  any:\n    - regex:\n        pattern: 'GlobalScope'\ncontent: c\n",
+    );
+    write_guideline(
+        &root,
+        "todo",
+        "id: todo\nmatch:\n  any:\n    - regex:\n        pattern: 'TODO'\ncontent: c\n",
+    );
+    let repo = dir.path().join("repo");
+    git_repo(&repo, Some("git@github.com:acme/backend-order.git"));
+    write_file(&repo, ".gitignore", "build/\n");
+    write_file(
+        &repo,
+        "src/A.kt",
+        "package a\n\nfun f() = GlobalScope.launch { }\n",
+    );
+    write_file(&repo, "src/B.kt", "package b\n// TODO: later\n");
+    write_file(
+        &repo,
+        "src/C.java",
+        "class C { void f() { GlobalScope.launch(); } }\n",
+    );
+    write_file(&repo, "build/Gen.kt", "GlobalScope.launch { } // TODO\n");
+    git_commit_all(&repo, "initial");
+
+    let out = guidebook_in(&root, &["scan", "--json", repo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["repositories"],
+        serde_json::json!(["acme/backend-order"])
+    );
+    // A.kt, B.kt, C.java: never build/ (ignored) nor .gitignore (hidden), as ripgrep walks.
+    assert_eq!(report["files"], 3, "{report}");
+    let by_id = |id: &str| {
+        report["guidelines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    let globalscope = by_id("no-globalscope");
+    assert_eq!(globalscope["files"], 1, "kotlin only: {globalscope}");
+    assert_eq!(globalscope["applicable"], 2);
+    let hit = &globalscope["hits"][0];
+    assert!(hit["path"].as_str().unwrap().ends_with("src/A.kt"));
+    assert_eq!(hit["line"], 3);
+    assert_eq!(
+        by_id("other-team")["files"],
+        0,
+        "another repository's guideline"
+    );
+    assert_eq!(by_id("todo")["files"], 1);
+    // Noisiest first: todo and no-globalscope (1 of 3 files each, by id), then other-team.
+    let order: Vec<&str> = report["guidelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["no-globalscope", "todo", "other-team"]);
+    let share = globalscope["share"].as_f64().unwrap();
+    assert!((share - 1.0 / 3.0).abs() < 1e-9, "{share}");
+    let hits_text = report.to_string();
+    assert!(
+        !hits_text.contains("build/Gen.kt"),
+        "ignored files are not scanned"
+    );
+    // Nothing recorded: the scan never opened the database.
+    assert!(!dir.path().join("home/adaptive-guidebook.db").exists());
+
+    // The text report, piped: the table and the hits, no progress bar.
+    let out = guidebook_in(&root, &["scan", repo.to_str().unwrap()]);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.starts_with("scanned 3 files"), "{report}");
+    assert!(
+        report.contains("src/A.kt:3  GlobalScope\\.launch"),
+        "{report}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("files scanned"));
+}
