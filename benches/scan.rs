@@ -110,6 +110,8 @@ fn compare_commands(root: &Path, patterns_file: &Path, repo: &Path, runs: usize)
     let home = tempfile::tempdir().unwrap();
     let (mut scan, mut rg) = (vec![], vec![]);
     let mut bytes = 0u64;
+    let limit: f64 = env_or("SCAN_RG_TIMEOUT_SECS", 60.0);
+    let mut timed_out = false;
     for _ in 0..runs {
         let start = Instant::now();
         let out = Command::new(&guidebook)
@@ -130,14 +132,24 @@ fn compare_commands(root: &Path, patterns_file: &Path, repo: &Path, runs: usize)
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         bytes = report["bytes"].as_u64().unwrap();
         let start = Instant::now();
-        Command::new("rg")
+        let mut child = Command::new("rg")
             .args(["--no-config", "-c", "-f"])
             .arg(patterns_file)
             .arg(repo)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status()
+            .spawn()
             .expect("rg");
+        // As above: past the limit ripgrep is stopped and its figure is an upper bound.
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed().as_secs_f64() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                timed_out = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         rg.push(start.elapsed().as_secs_f64());
     }
     let (scan_s, rg_s) = (percentile(&mut scan, 0.5), percentile(&mut rg, 0.5));
@@ -148,6 +160,7 @@ fn compare_commands(root: &Path, patterns_file: &Path, repo: &Path, runs: usize)
         "rgSecs": rg_s,
         "scanMBPerS": bytes as f64 / 1e6 / scan_s,
         "rgMBPerS": bytes as f64 / 1e6 / rg_s,
+        "rgTimedOutAfterSecs": timed_out.then_some(limit),
     })
 }
 
