@@ -5,13 +5,15 @@
 //! Targets: the hook shim's patch and summary parsers (through `changed_files`), `plan` on
 //! arbitrary JSON, the ruff and pyright output parsers, the shim's JSON-RPC response parser,
 //! `guideline.yaml`, prompt packs, `feature_flags.json`, and every JSON-RPC method's params
-//! through the real registration table.
+//! through the real registration table; and, differentially, the matching engine against the
+//! plain `regex` crate pattern by pattern (`engine.rs`).
 //!
 //! The case count per target is proptest's `PROPTEST_CASES` (default here: 256, so the whole
 //! set stays well under a minute in a debug build). A longer run:
 //! `PROPTEST_CASES=100000 cargo test --release --test fuzz`. A case that runs longer than
 //! [`watchdog::CASE_LIMIT`] aborts the process with the input that hung.
 
+mod engine;
 mod hook;
 mod parsers;
 mod rpc;
