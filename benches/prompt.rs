@@ -89,7 +89,7 @@ fn build_in_process(c: &mut Criterion) {
     let context = context();
     let mut g = c.benchmark_group("build_prompt_full");
     for tokenizer in [Tokenizer::Cl100k, Tokenizer::O200k, Tokenizer::Estimate] {
-        tokenizer.warm_up();
+        tokenizer.count("warm up");
         let request = PromptRequest {
             task: TASK,
             context: context.as_object(),

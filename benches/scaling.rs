@@ -8,8 +8,10 @@
 //! Run with `benches/run-all.sh` (builds the release binaries first). Env: SCALING_RUNS (warm
 //! samples per point, default 100), SCALING_COLD_RUNS (default 5), SCALING_POINT_SECS (a point
 //! stops sampling after this long, with at least 3 samples; default 60: at 10,000 guidelines a
-//! search took minutes before the patterns were split into sets of 2,048), SCALING_GUIDELINES (default `100,1000,10000`), SCALING_SWEEPS
-//! (`0` skips the file-size and file-count sweeps).
+//! search took minutes before the patterns were split into sets of 2,048), SCALING_GUIDELINES
+//! (default `100,1000,10000`), SCALING_SWEEPS
+//! (`0` skips the file-size and file-count sweeps), BENCH_CORPUS (`near-miss` for the near-miss
+//! corpus), BENCH_GUIDEBOOK (a directory with another build's binaries to measure).
 
 mod common;
 
@@ -25,7 +27,10 @@ fn main() {
     let runs: usize = env_or("SCALING_RUNS", 100);
     let cold_runs: usize = env_or("SCALING_COLD_RUNS", 5);
     let budget = Duration::from_secs_f64(env_or("SCALING_POINT_SECS", 60.0));
-    let guidebook = PathBuf::from(env!("CARGO_BIN_EXE_guidebook"));
+    // `BENCH_GUIDEBOOK=DIR` measures another build's `guidebook` and `guidebook-hook` instead.
+    let guidebook = std::env::var_os("BENCH_GUIDEBOOK")
+        .map(|dir| PathBuf::from(dir).join("guidebook"))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_guidebook")));
     let shim = guidebook.parent().unwrap().join("guidebook-hook");
     assert!(
         shim.exists(),

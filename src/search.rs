@@ -76,6 +76,16 @@ pub fn search(
         None => engine
             .presentations
             .present_new(session, &candidates, deadline, |unseen| unseen)?,
+        Some(budget)
+            if engine
+                .tokenizer
+                .surely_within(hook_text_bytes(&snapshot, &candidates), budget as usize) =>
+        {
+            // Every candidate fits even at one token per byte: nothing to count.
+            engine
+                .presentations
+                .present_new(session, &candidates, deadline, |unseen| unseen)?
+        }
         Some(budget) => {
             let tokenizer = engine.tokenizer;
             let count = |text: &str| tokenizer.count(text);
@@ -112,6 +122,15 @@ pub fn search(
             }
         })
         .collect())
+}
+
+/// The length in bytes of the hook text that all of `ids` would make.
+fn hook_text_bytes(snapshot: &GuidelineSnapshot, ids: &[&str]) -> usize {
+    guidebook_hook::CONTEXT_HEADER.len()
+        + ids
+            .iter()
+            .map(|id| guidebook_hook::guideline_block(id, content_of(snapshot, id)).len())
+            .sum::<usize>()
 }
 
 fn content_of<'a>(snapshot: &'a GuidelineSnapshot, id: &str) -> &'a str {

@@ -3,6 +3,16 @@
 //! of a text to a budget without re-counting it once per dropped token. Reads and writes nothing.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether an exact vocabulary has been built in this process (tens of MiB once it is).
+static VOCABULARY_LOADED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process has built an exact vocabulary yet. The sidecar builds one only when a
+/// text might exceed its budget or a prompt is counted: `status` reports it.
+pub fn vocabulary_loaded() -> bool {
+    VOCABULARY_LOADED.load(Ordering::Relaxed)
+}
 
 /// How tokens are counted. Cheap to copy; the exact vocabularies are built once per process, on
 /// first use, and shared by every copy.
@@ -48,18 +58,21 @@ impl Tokenizer {
     /// The exact BPE behind this tokenizer, built on first use (tens of milliseconds) and kept
     /// for the life of the process.
     fn bpe(&self) -> Option<&'static bpe_openai::Tokenizer> {
-        match self {
-            Tokenizer::Cl100k => Some(bpe_openai::cl100k_base()),
-            Tokenizer::O200k => Some(bpe_openai::o200k_base()),
-            Tokenizer::Estimate => None,
-        }
+        let bpe = match self {
+            Tokenizer::Cl100k => bpe_openai::cl100k_base(),
+            Tokenizer::O200k => bpe_openai::o200k_base(),
+            Tokenizer::Estimate => return None,
+        };
+        VOCABULARY_LOADED.store(true, Ordering::Relaxed);
+        Some(bpe)
     }
 
-    /// Builds the vocabulary now, so that the first request does not pay for it.
-    pub fn warm_up(&self) {
-        if let Some(bpe) = self.bpe() {
-            bpe.count("warm up");
-        }
+    /// Whether `text` is certainly within `budget` tokens without counting it: every token of
+    /// `cl100k_base` and `o200k_base` is at least one byte, and the estimate gives fewer tokens
+    /// than bytes for any text of two bytes or more. So a text no longer in bytes than the budget
+    /// never needs the vocabulary.
+    pub fn surely_within(&self, text_bytes: usize, budget: usize) -> bool {
+        text_bytes <= budget && (text_bytes >= 2 || *self != Tokenizer::Estimate)
     }
 
     /// The number of tokens in `text`. Text that looks like a special token (`<|endoftext|>`)

@@ -1,6 +1,11 @@
-//! A deterministic synthetic workload shared by the benchmarks: a guidebook of N guidelines
-//! with 1–3 regexes each (shaped like real ones: identifiers, annotations, call sites, config
-//! keys) and Kotlin files of about 20 KB in a git repository with a real `origin`.
+//! A deterministic synthetic workload shared by the benchmarks: guidebooks and Kotlin files.
+//!
+//! A guidebook of N guidelines with 1–3 regexes each (shaped like real ones: identifiers,
+//! annotations, call sites, config keys) and Kotlin files of about 20 KB in a git repository
+//! with a real `origin`. `BENCH_CORPUS=near-miss` switches every bench to the near-miss corpus:
+//! patterns naming domain identifiers (`\bOrderInvoiceLedgerImpl\(`) and files dense with
+//! identifiers that share their words and prefixes (`OrderInvoiceLedgerBuilder(x)`), with one
+//! real hit in about 200 lines.
 
 #![allow(dead_code)]
 
@@ -75,9 +80,64 @@ fn pattern(rng: &mut Rng, n: usize) -> String {
     }
 }
 
+/// Whether `BENCH_CORPUS=near-miss` asks for the near-miss corpus.
+pub fn near_miss() -> bool {
+    std::env::var("BENCH_CORPUS").is_ok_and(|c| c == "near-miss")
+}
+
+/// The corpus's name, for reports.
+pub fn corpus_name() -> &'static str {
+    if near_miss() {
+        "near-miss"
+    } else {
+        "classic"
+    }
+}
+
+const SUFFIXES: &[&str] = &[
+    "Impl",
+    "Builder",
+    "Factory",
+    "Client",
+    "Service",
+    "Repository",
+    "Handler",
+    "Mapper",
+    "Validator",
+    "Provider",
+];
+
+/// The identifier of near-miss pattern `k`: three domain words and a suffix, all distinct up to
+/// 16 × 16 × 16 × 10 combinations.
+fn near_miss_identifier(k: usize) -> String {
+    let w = |i: usize| camel(&[WORDS[i % WORDS.len()]]);
+    format!(
+        "{}{}{}{}",
+        w(k),
+        w(k / 16 + 3),
+        w(k / 256 + 7),
+        SUFFIXES[(k / 4096) % SUFFIXES.len()]
+    )
+}
+
+/// Near-miss pattern `k`, in one of three shapes.
+fn near_miss_pattern(k: usize) -> String {
+    let id = near_miss_identifier(k);
+    match k % 3 {
+        0 => format!(r"\b{id}\("),
+        1 => format!(r"\b{id}\.\w+\("),
+        _ => format!(r"val\s+\w+\s*:\s*{id}\b"),
+    }
+}
+
+/// Near-miss guideline `i`'s patterns: 1–3 of them, numbered so that they stay distinct.
+fn near_miss_patterns(i: usize) -> Vec<usize> {
+    (0..1 + i % 3).map(|j| i * 3 + j).collect()
+}
+
 /// Writes `count` guidelines under `root/guidelines/gNNNN/guideline.yaml`. About a third are
 /// scoped to Kotlin, a sixth to Java, a sixth to YAML, the rest unscoped; a quarter carry a
-/// repository scope.
+/// repository scope. With `BENCH_CORPUS=near-miss`, the patterns are the near-miss ones.
 pub fn write_guidebook(root: &Path, count: usize, seed: u64) {
     let mut rng = Rng::new(seed);
     for i in 0..count {
@@ -105,8 +165,17 @@ pub fn write_guidebook(root: &Path, count: usize, seed: u64) {
             }
         }
         yaml.push_str("match:\n  any:\n");
-        for _ in 0..1 + rng.below(3) {
-            let p = pattern(&mut rng, i);
+        let patterns: Vec<String> = if near_miss() {
+            near_miss_patterns(i)
+                .into_iter()
+                .map(near_miss_pattern)
+                .collect()
+        } else {
+            (0..1 + rng.below(3))
+                .map(|_| pattern(&mut rng, i))
+                .collect()
+        };
+        for p in patterns {
             yaml.push_str(&format!(
                 "    - regex:\n        pattern: '{}'\n",
                 p.replace('\'', "''")
@@ -129,6 +198,9 @@ pub fn write_kotlin_files(
     guidelines: usize,
     seed: u64,
 ) -> Vec<PathBuf> {
+    if near_miss() {
+        return write_near_miss_files(dir, count, bytes, guidelines, seed);
+    }
     let mut rng = Rng::new(seed);
     std::fs::create_dir_all(dir).unwrap();
     (0..count)
@@ -146,6 +218,57 @@ pub fn write_kotlin_files(
                     s.push_str(&format!("// todo-{w}-{n}: revisit\nval x{fun} = {w}Client{n}.get(\"/{w}\")\n"));
                 }
                 fun += 1;
+            }
+            let p = dir.join(format!("File{f}.kt"));
+            std::fs::write(&p, s).unwrap();
+            p
+        })
+        .collect()
+}
+
+/// Kotlin files dense with identifiers that share words and prefixes with the near-miss
+/// patterns (the same words, another suffix or order, a call where a declaration is wanted),
+/// and one real hit of a guideline below `guidelines` in about 200 lines.
+fn write_near_miss_files(
+    dir: &Path,
+    count: usize,
+    bytes: usize,
+    guidelines: usize,
+    seed: u64,
+) -> Vec<PathBuf> {
+    let mut rng = Rng::new(seed);
+    std::fs::create_dir_all(dir).unwrap();
+    (0..count)
+        .map(|f| {
+            let mut s = format!("package com.acme.backend.file{f}\n\nimport com.acme.domain.*\n\n");
+            let mut lines = 0;
+            while s.len() < bytes {
+                let k = rng.below((guidelines as u64 * 3).max(1)) as usize;
+                let near = near_miss_identifier(k);
+                let other = SUFFIXES[rng.below(SUFFIXES.len() as u64) as usize];
+                let stem = near.trim_end_matches(|c: char| c.is_ascii_lowercase());
+                let stem = stem
+                    .strip_suffix(|c: char| c.is_ascii_uppercase())
+                    .unwrap_or(stem);
+                // Mostly the same words with another ending; one line in six names a guideline's
+                // identifier exactly, in a place its pattern does not match.
+                let line = match rng.below(6) {
+                    0 => format!("    val x{lines} = {stem}{other}Builder(x)\n"),
+                    1 => format!(
+                        "    val y{lines}: {stem}{other}s = {stem}{other}Factory.create()\n"
+                    ),
+                    2 => format!("    fun make{lines}(): {stem}Dto = {stem}Dto({lines})\n"),
+                    3 => format!("    // see {near}Test for the contract\n"),
+                    4 => format!("    private val h{lines} = {stem}{other}Holder()\n"),
+                    _ => format!("    val z{lines} = listOf({stem}, {stem}{other}s)\n"),
+                };
+                s.push_str(&line);
+                lines += 1;
+                if rng.below(200) == 0 {
+                    let i = rng.below(guidelines.max(1) as u64) as usize;
+                    let id = near_miss_identifier(near_miss_patterns(i)[0]);
+                    s.push_str(&format!("    val hit{lines} = {id}(x)\n"));
+                }
             }
             let p = dir.join(format!("File{f}.kt"));
             std::fs::write(&p, s).unwrap();

@@ -48,6 +48,14 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
         s.flags.path,
         s.flags.loaded_at.as_deref().unwrap_or("never")
     );
+    if let Some(t) = &s.tokenizer {
+        let loaded = if t.vocabulary_loaded {
+            "vocabulary loaded"
+        } else {
+            "vocabulary not loaded yet"
+        };
+        println!("tokenizer   {} ({loaded})", t.name);
+    }
     if let Some(e) = &s.flags.error {
         println!("  flags error: {e} (the last good flags are served)");
     }

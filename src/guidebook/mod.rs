@@ -3,7 +3,6 @@
 
 mod examples;
 pub(crate) mod load;
-mod matcher;
 mod reload;
 mod snapshot;
 

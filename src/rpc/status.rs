@@ -19,6 +19,16 @@ pub struct Status {
     pub db: String,
     pub guidebook: GuidebookStatus,
     pub flags: FlagsStatus,
+    /// Absent in the answers of sidecars older than this field.
+    #[serde(default)]
+    pub tokenizer: Option<TokenizerStatus>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenizerStatus {
+    pub name: String,
+    pub vocabulary_loaded: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,6 +80,10 @@ pub fn handle(engine: &Engine, _params: Params) -> Status {
                 })
                 .collect(),
         },
+        tokenizer: Some(TokenizerStatus {
+            name: engine.tokenizer.name().to_string(),
+            vocabulary_loaded: crate::tokens::vocabulary_loaded(),
+        }),
         flags: FlagsStatus {
             path: engine.flags.path().display().to_string(),
             loaded_at: Some(crate::time::rfc3339(flags.loaded_at)),

@@ -104,10 +104,8 @@ pub fn start<F: Future<Output = ()>>(
                 doing: "registering the listening socket".into(),
                 source,
             })?;
-        // The exact tokenizer's vocabulary takes tens of milliseconds to build: build it now,
-        // not in the first `buildPrompt`.
-        let tokenizer = engine.tokenizer;
-        tokio::task::spawn_blocking(move || tokenizer.warm_up());
+        // The exact tokenizer's vocabulary (tens of MiB, tens of milliseconds) is built on first
+        // need only: a search whose text is within its budget in bytes never needs it.
         let reloader = tokio::spawn(reload_loop(
             engine.clone(),
             Duration::from_millis(settings.reload_interval_ms.max(50)),

@@ -145,3 +145,34 @@ fn max_tokens_in_search_records_only_what_it_returns_and_always_the_first() {
     assert_eq!(code, -32602);
     assert!(message.contains("maxTokens"), "{message}");
 }
+
+/// The exact vocabulary (tens of MiB) is built only when a text could exceed its budget: a
+/// token is at least one byte, so a hook text no longer than its budget in bytes needs no
+/// count. `status` says whether this sidecar has built it.
+#[test]
+fn a_search_whose_text_is_small_never_loads_the_vocabulary() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("guidebook");
+    write_guideline(
+        &root,
+        "short",
+        "id: short\nmatch:\n  any:\n    - regex:\n        pattern: 'import'\ncontent: Keep imports sorted.\n",
+    );
+    let sidecar = Sidecar::start(&root);
+    let loaded = |sidecar: &Sidecar| {
+        let status = sidecar.result("status", json!({}));
+        assert_eq!(status["tokenizer"]["name"], "cl100k_base");
+        status["tokenizer"]["vocabularyLoaded"].as_bool().unwrap()
+    };
+    assert!(!loaded(&sidecar), "nothing counted yet");
+    let file = write_file(dir.path(), "app/a.py", "import os\n");
+    let params = |session: &str, max_tokens: u64| json!({"sessionId": session, "filepaths": [file.display().to_string()], "maxTokens": max_tokens});
+    assert_eq!(
+        ids(&sidecar.result("search", params("s1", 2000))),
+        ["short"]
+    );
+    assert!(!loaded(&sidecar), "a small text was counted");
+    // A budget smaller than the text in bytes needs the exact count.
+    assert_eq!(ids(&sidecar.result("search", params("s2", 20))), ["short"]);
+    assert!(loaded(&sidecar));
+}
