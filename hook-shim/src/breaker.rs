@@ -322,6 +322,32 @@ mod tests {
     }
 
     #[test]
+    fn gemini_shell_runs_and_file_edits_reach_the_breaker() {
+        let event: Value = serde_json::from_str(include_str!(
+            "../tests/fixtures/hooks/gemini_after_tool_run_shell_command_ruff.json"
+        ))
+        .unwrap();
+        // `Output: ` opens the tool's text; the file resolves against `dir_path` under `cwd`.
+        assert_eq!(
+            plan_breaker(&event),
+            Some(BreakerAction::Record {
+                session_id: "6b1f8c2e-4d3a-4e5f-9a7b-2c1d0e9f8a76".into(),
+                errors: vec![d(RUFF, "F401", "/home/dev/proj/api/src/app/dispatch.py")],
+            })
+        );
+        let before: Value = serde_json::from_str(include_str!(
+            "../tests/fixtures/hooks/gemini_before_tool_write_file.json"
+        ))
+        .unwrap();
+        assert_eq!(
+            plan_breaker(&before),
+            Some(BreakerAction::Gate {
+                session_id: "6b1f8c2e-4d3a-4e5f-9a7b-2c1d0e9f8a76".into()
+            })
+        );
+    }
+
+    #[test]
     fn request_bodies() {
         let body: Value =
             serde_json::from_str(&record_request("s", &[d(RUFF, "E501", "/a.py")], 2)).unwrap();

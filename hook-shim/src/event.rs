@@ -14,6 +14,8 @@ use crate::paths::resolve_dir;
 pub enum Host {
     Codex,
     ClaudeCode,
+    /// Gemini CLI: `BeforeTool` / `AfterTool`, its own tool names, and its own output shapes.
+    GeminiCli,
 }
 
 /// The hook event's name, for the events the hook acts on.
@@ -97,9 +99,13 @@ pub const SHELL_TOOLS: [&str; 5] = [
 pub const EDIT_TOOLS: [&str; 3] = ["Edit", "Write", "MultiEdit"];
 /// Codex's patch tool.
 pub const PATCH_TOOL: &str = "apply_patch";
+/// Gemini CLI's file-writing tools; each names its file in `tool_input.file_path`.
+pub const GEMINI_EDIT_TOOLS: [&str; 2] = ["write_file", "replace"];
+/// Gemini CLI's shell tool: `tool_input.command`, run in `tool_input.dir_path`.
+pub const GEMINI_SHELL_TOOL: &str = "run_shell_command";
 
 /// The host readers, tried in order; the first that recognises the event reads it.
-pub const READERS: [fn(&Value) -> Option<HookEvent>; 1] = [read_codex_or_claude];
+pub const READERS: [fn(&Value) -> Option<HookEvent>; 2] = [read_gemini, read_codex_or_claude];
 
 impl HookEvent {
     /// Reads a hook event, or `None` when no reader recognises it or it has no session id.
@@ -119,6 +125,73 @@ impl HookEvent {
             Some(dir) => resolve_dir(self.cwd.as_deref(), dir),
             None => self.cwd.clone(),
         }
+    }
+}
+
+/// Gemini CLI: `BeforeTool`, `AfterTool` (with `tool_response` `{llmContent, returnDisplay,
+/// error}`), `PreCompress` (the history is about to be summarised: what the session was shown
+/// goes with it), and `SessionStart` / `SessionEnd` like the others. Recognised by its tool
+/// events' names; its other events read like Codex's and Claude Code's.
+fn read_gemini(event: &Value) -> Option<HookEvent> {
+    let name = match str_field(event, "hook_event_name")? {
+        "BeforeTool" => EventName::PreToolUse,
+        "AfterTool" => EventName::PostToolUse,
+        "PreCompress" => EventName::PostCompact,
+        _ => return None,
+    };
+    let session_id = str_field(event, "session_id").filter(|s| !s.is_empty())?;
+    let tool = str_field(event, "tool_name").map(|tool| {
+        let input = event.get("tool_input");
+        let tool_input = if GEMINI_EDIT_TOOLS.contains(&tool) {
+            ToolInput::EditFile(
+                input
+                    .and_then(|i| str_field(i, "file_path"))
+                    .map(str::to_owned),
+            )
+        } else if tool == GEMINI_SHELL_TOOL {
+            ToolInput::Shell {
+                command: shell_command(input),
+                workdir: input
+                    .and_then(|i| str_field(i, "dir_path"))
+                    .map(str::to_owned),
+            }
+        } else {
+            ToolInput::Other
+        };
+        let output = event
+            .get("tool_response")
+            .and_then(|r| r.get("llmContent"))
+            .and_then(gemini_text)
+            // The shell tool writes `Output: ...` then `Exit Code: N` lines.
+            .map(|text| match text.strip_prefix("Output: ") {
+                Some(rest) => rest.to_owned(),
+                None => text,
+            });
+        ToolCall {
+            name: tool.to_owned(),
+            input: tool_input,
+            output,
+        }
+    });
+    Some(HookEvent {
+        host: Host::GeminiCli,
+        name,
+        session_id: session_id.to_owned(),
+        cwd: str_field(event, "cwd").map(str::to_owned),
+        tool,
+    })
+}
+
+/// Gemini's `llmContent`: a string, a part `{text}`, or a list of them.
+fn gemini_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(text) => Some(text.clone()),
+        Value::Object(part) => str_member(part, "text").map(str::to_owned),
+        Value::Array(parts) => {
+            let texts: Vec<String> = parts.iter().filter_map(gemini_text).collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
     }
 }
 

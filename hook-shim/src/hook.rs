@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::breaker::{self, BreakerAction, BreakerVerdict};
 use crate::client::ClientError;
-use crate::event::HookEvent;
+use crate::event::{HookEvent, Host};
 use crate::output::render_hook;
 use crate::plan::{plan_event, Action};
 use crate::protocol::parse_response;
@@ -38,6 +38,8 @@ pub trait SidecarLink {
 /// and the circuit breaker's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookPlan {
+    /// Whose output shapes the answer takes.
+    pub host: Host,
     pub action: Action,
     pub breaker: Option<BreakerAction>,
 }
@@ -52,7 +54,11 @@ impl HookPlan {
         if action == Action::Nothing && breaker.is_none() {
             None
         } else {
-            Some(HookPlan { action, breaker })
+            Some(HookPlan {
+                host: event.host,
+                action,
+                breaker,
+            })
         }
     }
 
@@ -90,7 +96,7 @@ impl HookPlan {
             }
             None => BreakerVerdict::Nothing,
         };
-        render_hook(&self.action, search.as_ref(), &verdict)
+        render_hook(self.host, &self.action, search.as_ref(), &verdict)
     }
 }
 

@@ -6,21 +6,24 @@
 use serde_json::Value;
 
 use crate::breaker::BreakerVerdict;
+use crate::event::Host;
 use crate::plan::Action;
 
 /// The first line of the text handed to the agent after an edit.
 pub const CONTEXT_HEADER: &str = "Adaptive Guidebook guidelines relevant to the latest changes:";
 
-/// The hook output for an event that asked `action` (with its `search` result, if any) and got
-/// `verdict` from the breaker:
+/// The hook output, in `host`'s shapes, for an event that asked `action` (with its `search`
+/// result, if any) and got `verdict` from the breaker:
 ///
-/// - halt → exactly `{"continue":false,"stopReason":REASON}`;
+/// - halt → exactly `{"continue":false,"stopReason":REASON}` (every host);
 /// - deny → exactly `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
-///   "permissionDecision":"deny","permissionDecisionReason":REASON}}`;
-/// - warning → the `PostToolUse` `additionalContext` of the search (if any) with the warning as
+///   "permissionDecision":"deny","permissionDecisionReason":REASON}}`; Gemini CLI:
+///   `{"decision":"deny","reason":REASON}`;
+/// - warning → the after-tool `additionalContext` of the search (if any) with the warning as
 ///   one more line;
 /// - nothing → what the search alone would print.
 pub fn render_hook(
+    host: Host,
     action: &Action,
     search: Option<&Value>,
     verdict: &BreakerVerdict,
@@ -34,15 +37,36 @@ pub fn render_hook(
             r#"{{"continue":false,"stopReason":{}}}"#,
             Value::from(reason.as_str())
         )),
+        BreakerVerdict::Deny(reason) if host == Host::GeminiCli => Some(format!(
+            r#"{{"decision":"deny","reason":{}}}"#,
+            Value::from(reason.as_str())
+        )),
         BreakerVerdict::Deny(reason) => Some(format!(
             r#"{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":{}}}}}"#,
             Value::from(reason.as_str())
         )),
-        BreakerVerdict::Warning(line) => Some(post_tool_use_context(&match guidelines {
-            Some(text) => format!("{text}\n\n{line}"),
-            None => line.clone(),
-        })),
-        BreakerVerdict::Nothing => guidelines.map(|text| post_tool_use_context(&text)),
+        BreakerVerdict::Warning(line) => Some(after_tool_context(
+            host,
+            &match guidelines {
+                Some(text) => format!("{text}\n\n{line}"),
+                None => line.clone(),
+            },
+        )),
+        BreakerVerdict::Nothing => guidelines.map(|text| after_tool_context(host, &text)),
+    }
+}
+
+/// Additional context after a tool ran: `PostToolUse` for Codex and Claude Code, `AfterTool`
+/// for Gemini CLI, which appends it to the tool's result.
+fn after_tool_context(host: Host, text: &str) -> String {
+    match host {
+        Host::GeminiCli => {
+            let text = Value::String(text.to_owned());
+            format!(
+                r#"{{"hookSpecificOutput":{{"hookEventName":"AfterTool","additionalContext":{text}}}}}"#
+            )
+        }
+        Host::Codex | Host::ClaudeCode => post_tool_use_context(text),
     }
 }
 
@@ -147,30 +171,103 @@ mod tests {
     }
 
     #[test]
-    fn rendering() {
-        let nothing = Action::Nothing;
-        assert_eq!(
-            render_hook(&nothing, None, &BreakerVerdict::Halt("R \"x\"".into())).unwrap(),
-            r#"{"continue":false,"stopReason":"R \"x\""}"#
-        );
-        assert_eq!(
-            render_hook(&nothing, None, &BreakerVerdict::Deny("R".into())).unwrap(),
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"R"}}"#
-        );
-        assert_eq!(
-            render_hook(&nothing, None, &BreakerVerdict::Warning("W".into())).unwrap(),
-            r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"W"}}"#
-        );
-        assert_eq!(render_hook(&nothing, None, &BreakerVerdict::Nothing), None);
+    fn gemini_gets_its_own_shapes() {
         let search = Action::Search {
             session_id: "s".into(),
             filepaths: vec!["/a".into()],
         };
         let result = json!([{"id": "g", "content": "C\n"}]);
-        let out = render_hook(&search, Some(&result), &BreakerVerdict::Warning("W".into()));
+        assert_eq!(
+            render_hook(
+                Host::GeminiCli,
+                &search,
+                Some(&result),
+                &BreakerVerdict::Nothing
+            )
+            .unwrap(),
+            format!(
+                r#"{{"hookSpecificOutput":{{"hookEventName":"AfterTool","additionalContext":{}}}}}"#,
+                Value::from(format!("{CONTEXT_HEADER}\n\n[g]\nC"))
+            )
+        );
+        assert_eq!(
+            render_hook(
+                Host::GeminiCli,
+                &Action::Nothing,
+                None,
+                &BreakerVerdict::Deny("R".into())
+            )
+            .unwrap(),
+            r#"{"decision":"deny","reason":"R"}"#
+        );
+        assert_eq!(
+            render_hook(
+                Host::GeminiCli,
+                &Action::Nothing,
+                None,
+                &BreakerVerdict::Halt("R".into())
+            )
+            .unwrap(),
+            r#"{"continue":false,"stopReason":"R"}"#
+        );
+    }
+
+    #[test]
+    fn rendering() {
+        let nothing = Action::Nothing;
+        assert_eq!(
+            render_hook(
+                Host::Codex,
+                &nothing,
+                None,
+                &BreakerVerdict::Halt("R \"x\"".into())
+            )
+            .unwrap(),
+            r#"{"continue":false,"stopReason":"R \"x\""}"#
+        );
+        assert_eq!(
+            render_hook(
+                Host::Codex,
+                &nothing,
+                None,
+                &BreakerVerdict::Deny("R".into())
+            )
+            .unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"R"}}"#
+        );
+        assert_eq!(
+            render_hook(
+                Host::Codex,
+                &nothing,
+                None,
+                &BreakerVerdict::Warning("W".into())
+            )
+            .unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"W"}}"#
+        );
+        assert_eq!(
+            render_hook(Host::Codex, &nothing, None, &BreakerVerdict::Nothing),
+            None
+        );
+        let search = Action::Search {
+            session_id: "s".into(),
+            filepaths: vec!["/a".into()],
+        };
+        let result = json!([{"id": "g", "content": "C\n"}]);
+        let out = render_hook(
+            Host::Codex,
+            &search,
+            Some(&result),
+            &BreakerVerdict::Warning("W".into()),
+        );
         assert!(out.unwrap().ends_with(r#"[g]\nC\n\nW"}}"#));
         assert_eq!(
-            render_hook(&search, Some(&result), &BreakerVerdict::Nothing),
+            render_hook(
+                Host::Codex,
+                &search,
+                Some(&result),
+                &BreakerVerdict::Nothing
+            ),
             crate::render_search(&result)
         );
     }

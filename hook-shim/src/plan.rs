@@ -314,6 +314,33 @@ mod tests {
         );
     }
 
+    const GEMINI_SESSION: &str = "6b1f8c2e-4d3a-4e5f-9a7b-2c1d0e9f8a76";
+
+    #[test]
+    fn gemini_file_tools_search_their_file_and_pre_compress_resets() {
+        let jobs = "/home/dev/proj/src/main/kotlin/com/acme/Jobs.kt";
+        assert_eq!(
+            plan(&fixture!("gemini_after_tool_write_file.json")),
+            search(GEMINI_SESSION, &[jobs])
+        );
+        assert_eq!(
+            plan(&fixture!("gemini_after_tool_replace.json")),
+            search(GEMINI_SESSION, &[jobs])
+        );
+        assert_eq!(
+            plan(&fixture!("gemini_before_tool_write_file.json")),
+            Action::Nothing
+        );
+        assert_eq!(
+            plan(&fixture!("gemini_pre_compress.json")),
+            Action::ResetSession {
+                session_id: GEMINI_SESSION.to_owned()
+            }
+        );
+        let event = HookEvent::read(&fixture!("gemini_after_tool_write_file.json")).unwrap();
+        assert_eq!(event.host, crate::event::Host::GeminiCli);
+    }
+
     #[test]
     fn codex_post_compact_resets() {
         assert_eq!(

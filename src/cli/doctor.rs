@@ -91,6 +91,7 @@ pub fn run(settings: Result<Settings, ConfigError>) -> ExitCode {
             checks.push(sidecar(&settings));
             checks.push(agent_hooks(Host::Codex, "codex hooks"));
             checks.push(agent_hooks(Host::Claude, "claude hooks"));
+            checks.push(agent_hooks(Host::Gemini, "gemini hooks"));
             checks.push(guidebook(&settings));
             checks.push(database(&settings));
             checks.push(flags_file(&settings.flags));

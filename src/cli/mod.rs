@@ -237,6 +237,8 @@ pub enum UsageError {
     Language { given: String, known: String },
     #[error("the id `{id}` is already used by {}", path.display())]
     IdTaken { id: String, path: PathBuf },
+    #[error("{0} runs command hooks only: install without --mcp")]
+    NoMcpHooks(&'static str),
 }
 
 /// FILE arguments as the absolute paths the sidecar requires, resolved against the current

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use guidebook_hook::breaker::{check_run, plan_breaker, BreakerVerdict};
 use guidebook_hook::checks::{invocations, parse_pyright, parse_ruff, PYRIGHT, RUFF};
+use guidebook_hook::event::Host;
 use guidebook_hook::{changed_files, parse_response, plan, render_hook, Action};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -194,9 +195,12 @@ proptest! {
                 json_value(),
                 prop::sample::select(vec![
                     "PostToolUse", "PreToolUse", "SessionStart", "PostCompact", "apply_patch",
+                    "AfterTool", "BeforeTool", "PreCompress", "write_file", "replace",
+                    "run_shell_command",
                     "Bash", "Edit", "Write", "MultiEdit", "compact", "clear", "/w", "rel", "",
                 ]).prop_map(Value::from),
-                text().prop_map(|t| json!({"command": t, "file_path": t, "workdir": t})),
+                text().prop_map(|t| json!({"command": t, "file_path": t, "workdir": t, "dir_path": t})),
+                text().prop_map(|t| json!({"llmContent": t, "returnDisplay": t})),
             ],
         ), 0..8),
         result in json_value(),
@@ -226,9 +230,11 @@ proptest! {
             case("plan_breaker", event, || plan_breaker(event));
             case("check_run", event, || check_run(event));
             // The renderer the hook really runs, with every verdict the breaker can give.
-            for verdict in &verdicts {
+            for (verdict, host) in verdicts.iter().flat_map(|v| {
+                [Host::Codex, Host::ClaudeCode, Host::GeminiCli].map(|h| (v, h))
+            }) {
                 let rendered = case("render_hook", &result, || {
-                    render_hook(&action, Some(&result), verdict)
+                    render_hook(host, &action, Some(&result), verdict)
                 });
                 if let Some(line) = rendered {
                     prop_assert!(serde_json::from_str::<Value>(&line).is_ok(), "{}", line);

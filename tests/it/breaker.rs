@@ -294,6 +294,35 @@ fn codex_bash_pyright_runs_halt_the_session_and_its_edits_are_denied() {
     assert_eq!(sidecar.hook(&pre).stdout, "");
 }
 
+/// Gemini CLI: three failing `run_shell_command` ruff runs halt (`continue: false`, which it
+/// honours in `AfterTool`), and the halted session's `BeforeTool` of `write_file` is denied in
+/// Gemini's own shape.
+#[test]
+fn gemini_shell_ruff_runs_halt_the_session_and_its_writes_are_denied() {
+    let sidecar = Sidecar::start_default();
+    enable_hooks(&sidecar);
+    let post = fixture("hooks/gemini_after_tool_run_shell_command_ruff.json");
+    let pre = fixture("hooks/gemini_before_tool_write_file.json");
+    let session = post["session_id"].as_str().unwrap();
+    assert_eq!(sidecar.hook(&post).stdout, "");
+    assert_eq!(sidecar.hook(&pre).stdout, "", "not halted yet");
+    assert_eq!(sidecar.hook(&post).stdout, "");
+    let third: Value = serde_json::from_str(&sidecar.hook(&post).stdout).unwrap();
+    assert_eq!(third["continue"], false);
+    let reason = third["stopReason"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains("ruff F401 in /home/dev/proj/api/src/app/dispatch.py"),
+        "{reason}"
+    );
+    let denied = sidecar.hook(&pre);
+    assert_eq!(
+        denied.stdout,
+        format!("{}\n", json!({"decision": "deny", "reason": reason}))
+    );
+    sidecar.cli(&["breaker", "reset", "--session", session]);
+    assert_eq!(sidecar.hook(&pre).stdout, "");
+}
+
 #[test]
 fn ruff_runs_in_claude_and_codex_shapes_warn_in_additional_context() {
     let sidecar = Sidecar::start_default();

@@ -27,7 +27,7 @@ fn line<'a>(report: &'a str, check: &str) -> &'a str {
 fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
     let sidecar = Sidecar::start_default();
     shim_exe(); // the hook binary the versions check runs
-    let out = sidecar.cli(&["hooks", "install", "--codex", "--claude"]);
+    let out = sidecar.cli(&["hooks", "install", "--codex", "--claude", "--gemini"]);
     assert!(
         out.status.success(),
         "{}",
@@ -41,6 +41,7 @@ fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
         "sidecar",
         "codex hooks",
         "claude hooks",
+        "gemini hooks",
         "guidebook",
         "database",
         "flags",
@@ -54,6 +55,9 @@ fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
     assert!(line(&report, "versions")
         .contains(&format!("guidebook {version}, guidebook-hook {version}")));
     assert!(line(&report, "codex hooks").contains("PostToolUse, PostCompact, SessionStart"));
+    assert!(
+        line(&report, "gemini hooks").contains("BeforeTool, AfterTool, PreCompress, SessionStart")
+    );
 }
 
 #[test]

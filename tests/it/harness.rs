@@ -25,12 +25,13 @@ pub const PATIENT_HOOK_TIMEOUT_MS: &str = "15000";
 
 /// Environment variables of the test process that would otherwise leak into the binaries and
 /// point them at the developer's own sidecar.
-const INHERITED_SETTINGS: [&str; 11] = [
+const INHERITED_SETTINGS: [&str; 12] = [
     "ADAPTIVE_GUIDEBOOK_NO_AUTOSTART",
     "ADAPTIVE_GUIDEBOOK_BIN",
     // Where `guidebook hooks install` and `doctor` find the agents' settings.
     "CODEX_HOME",
     "CLAUDE_CONFIG_DIR",
+    "GEMINI_CLI_HOME",
     "ADAPTIVE_GUIDEBOOK_HOME",
     "ADAPTIVE_GUIDEBOOK_SOCKET",
     "ADAPTIVE_GUIDEBOOK_DB",
@@ -209,9 +210,21 @@ pub fn run_shim_with_args(args: &[&OsStr], stdin: &str, envs: &[(&str, &OsStr)])
     let event: Option<Value> = serde_json::from_str(stdin).ok();
     match event.as_ref().and_then(|e| e["hook_event_name"].as_str()) {
         Some("PreToolUse") => assert_valid_pre_tool_use_output(&run.stdout),
+        Some("BeforeTool" | "AfterTool" | "PreCompress") => assert_valid_gemini_output(&run.stdout),
         _ => assert_valid_hook_output(&run.stdout),
     }
     run
+}
+
+/// Like [`assert_valid_hook_output`], against the shapes Gemini CLI reads (its hook output types,
+/// written down as `gemini-hook-schemas/hook-output.schema.json`).
+pub fn assert_valid_gemini_output(stdout: &str) {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    assert_valid_output(
+        stdout,
+        &VALIDATOR,
+        "gemini-hook-schemas/hook-output.schema.json",
+    );
 }
 
 /// Like [`assert_valid_hook_output`], against Codex's `PreToolUse` output schema.

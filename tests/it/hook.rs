@@ -255,6 +255,46 @@ fn claude_code_edit_write_and_multiedit_show_guidelines_for_their_file() {
     assert_eq!(out.stdout, "");
 }
 
+/// Gemini CLI's `AfterTool` of `write_file` and `replace`, through the real shim and sidecar:
+/// its own output shape, once per session, and `PreCompress` resets what the session saw.
+#[test]
+fn gemini_cli_write_file_and_replace_show_guidelines_in_its_after_tool_shape() {
+    let (sidecar, _root, repo) = setup();
+    let gemini = |fixture: &str, session: &str, path: &Path| {
+        let mut event = hook_event(fixture, session, &repo);
+        event["tool_input"]["file_path"] = json!(path.display().to_string());
+        event
+    };
+    let kotlin = write_file(
+        &repo,
+        "app/src/main/kotlin/com/acme/OrderService.kt",
+        ORDER_PRINTER_KT,
+    );
+    let out = sidecar.hook(&gemini("gemini_after_tool_write_file.json", "g1", &kotlin));
+    let value: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let expected: Value = serde_json::from_str(BACKEND_KOTLIN_OUTPUT).unwrap();
+    assert_eq!(value["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    assert_eq!(
+        value["hookSpecificOutput"]["additionalContext"],
+        expected["hookSpecificOutput"]["additionalContext"],
+        "the same text as for Codex"
+    );
+    assert_eq!(value.as_object().unwrap().len(), 1);
+    assert_eq!(value["hookSpecificOutput"].as_object().unwrap().len(), 2);
+
+    // The same file edited again in the session: nothing new to say.
+    let out = sidecar.hook(&gemini("gemini_after_tool_replace.json", "g1", &kotlin));
+    assert_eq!(out.stdout, "", "{}", out.stderr);
+    // Before a write there is nothing to show (and the breaker is off).
+    let out = sidecar.hook(&gemini("gemini_before_tool_write_file.json", "g1", &kotlin));
+    assert_eq!(out.stdout, "");
+    // After compression the session may be shown it again.
+    let out = sidecar.hook(&hook_event("gemini_pre_compress.json", "g1", &repo));
+    assert_eq!(out.stdout, "");
+    let out = sidecar.hook(&gemini("gemini_after_tool_replace.json", "g1", &kotlin));
+    assert_eq!(shown_ids(&out.stdout), shown_ids(BACKEND_KOTLIN_OUTPUT));
+}
+
 #[test]
 fn shim_finds_the_sidecar_by_socket_flag_and_by_home_dir_default() {
     let (sidecar, _root, repo) = setup();

@@ -223,6 +223,7 @@ fn the_readme_shows_what_print_gives_for_an_empty_file() {
     for (flag, heading) in [
         ("--codex", "## Wire it into Codex"),
         ("--claude", "## Wire it into Claude Code"),
+        ("--gemini", "## Wire it into Gemini CLI"),
     ] {
         let out = guidebook(
             home.path(),
@@ -242,5 +243,67 @@ fn the_readme_shows_what_print_gives_for_an_empty_file() {
         std::fs::read_dir(home.path()).unwrap().count(),
         0,
         "--print writes nothing"
+    );
+}
+
+#[test]
+fn gemini_install_is_idempotent_keeps_the_users_settings_and_refuses_mcp() {
+    let home = tempfile::tempdir().unwrap();
+    let settings = home.path().join(".gemini/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let users = "{\n  \"theme\": \"GitHub\",\n  \"hooks\": {\n    \"AfterTool\": [\n      {\"matcher\": \"read_file\", \"hooks\": [{\"type\": \"command\", \"command\": \"my-audit\"}]}\n    ]\n  }\n}\n";
+    std::fs::write(&settings, users).unwrap();
+    let install = || {
+        guidebook(
+            home.path(),
+            &[
+                "hooks",
+                "install",
+                "--gemini",
+                "--hook-command",
+                "/opt/bin/guidebook-hook",
+            ],
+        )
+    };
+    let out = install();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let once = std::fs::read_to_string(&settings).unwrap();
+    let out = install();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        once,
+        "a second install changes nothing"
+    );
+    let value: serde_json::Value = serde_json::from_str(&once).unwrap();
+    assert_eq!(value["theme"], "GitHub");
+    let after = value["hooks"]["AfterTool"].as_array().unwrap();
+    assert_eq!(
+        after[0]["hooks"][0]["command"], "my-audit",
+        "the user's group first, as written"
+    );
+    assert_eq!(after[1]["hooks"][0]["command"], "/opt/bin/guidebook-hook");
+    assert_eq!(
+        after[1]["hooks"][0]["timeout"], 5000,
+        "Gemini CLI counts milliseconds"
+    );
+    assert!(once.contains("{\"matcher\": \"read_file\", \"hooks\": [{\"type\": \"command\", \"command\": \"my-audit\"}]}"));
+
+    let out = guidebook(home.path(), &["hooks", "install", "--gemini", "--mcp"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("command hooks only"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), once);
+
+    let out = guidebook(home.path(), &["hooks", "uninstall", "--gemini"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(
+        value["hooks"],
+        serde_json::json!({"AfterTool": [{"matcher": "read_file", "hooks": [{"type": "command", "command": "my-audit"}]}]})
     );
 }

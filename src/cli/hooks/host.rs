@@ -22,6 +22,8 @@ pub const HOOK_PROGRAM: &str = "guidebook-hook";
 pub enum Host {
     Codex,
     Claude,
+    /// Gemini CLI: `BeforeTool` / `AfterTool` on its own tool names; command hooks only.
+    Gemini,
 }
 
 impl Host {
@@ -29,6 +31,16 @@ impl Host {
         match self {
             Host::Codex => "Codex",
             Host::Claude => "Claude Code",
+            Host::Gemini => "Gemini CLI",
+        }
+    }
+
+    /// How long the host waits for one hook, in the unit its settings use: seconds for Codex
+    /// and Claude Code, milliseconds for Gemini CLI. The shim itself gives up after 2 s.
+    pub fn hook_timeout(self) -> u32 {
+        match self {
+            Host::Codex | Host::Claude => TIMEOUT_SECONDS,
+            Host::Gemini => TIMEOUT_SECONDS * 1000,
         }
     }
 
@@ -37,6 +49,7 @@ impl Host {
         match self {
             Host::Codex => "--codex",
             Host::Claude => "--claude",
+            Host::Gemini => "--gemini",
         }
     }
 
@@ -57,6 +70,18 @@ impl Host {
                 ("PreToolUse", Some("Edit|Write|MultiEdit")),
                 ("PostToolUse", Some("Edit|Write|MultiEdit|Bash")),
                 ("SessionStart", Some("compact|clear")),
+            ],
+            // Gemini CLI matches tool events by regex on its own tool names. `PreCompress`
+            // comes before the history is summarised, `SessionStart` (no matcher: `clear`
+            // resets, the other sources say nothing) after `/clear`.
+            Host::Gemini => &[
+                ("BeforeTool", Some("^(write_file|replace)$")),
+                (
+                    "AfterTool",
+                    Some("^(write_file|replace|run_shell_command)$"),
+                ),
+                ("PreCompress", None),
+                ("SessionStart", None),
             ],
         }
     }
@@ -94,6 +119,8 @@ impl Host {
                 ),
                 ("SessionStart", &[(Some("compact|clear"), SESSION_START)]),
             ],
+            // Gemini CLI runs command hooks only.
+            Host::Gemini => &[],
         }
     }
 
@@ -107,7 +134,7 @@ impl Host {
                     let handler = Handler::Command {
                         kind: "command",
                         command: command.clone(),
-                        timeout: TIMEOUT_SECONDS,
+                        timeout: self.hook_timeout(),
                     };
                     (
                         event,
@@ -131,7 +158,7 @@ impl Host {
                                 server: MCP_SERVER,
                                 tool: MCP_HOOK_TOOL,
                                 input: TemplateObject(input),
-                                timeout: TIMEOUT_SECONDS,
+                                timeout: self.hook_timeout(),
                             }],
                         })
                         .collect();

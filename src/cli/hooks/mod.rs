@@ -55,7 +55,7 @@ pub enum HooksCommand {
 
 /// Which files to edit, and whether to only show the result.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("host").required(true).multiple(true).args(["codex", "claude"])))]
+#[command(group(ArgGroup::new("host").required(true).multiple(true).args(["codex", "claude", "gemini"])))]
 pub struct Target {
     /// Codex: ~/.codex/hooks.json ($CODEX_HOME/hooks.json), or DIR/.codex/hooks.json
     #[arg(long)]
@@ -64,6 +64,10 @@ pub struct Target {
     /// DIR/.claude/settings.json
     #[arg(long)]
     claude: bool,
+    /// Gemini CLI: ~/.gemini/settings.json ($GEMINI_CLI_HOME/.gemini/settings.json), or
+    /// DIR/.gemini/settings.json (command hooks only: no --mcp)
+    #[arg(long)]
+    gemini: bool,
     /// Configure the project in DIR instead of the user's own settings.
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
@@ -80,6 +84,9 @@ impl Target {
         }
         if self.claude {
             hosts.push(Host::Claude);
+        }
+        if self.gemini {
+            hosts.push(Host::Gemini);
         }
         hosts
     }
@@ -105,6 +112,9 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     if target.print && hosts.len() > 1 {
         return Err(UsageError::PrintOneFile.into());
     }
+    if wiring == Some(Wiring::Mcp) && hosts.contains(&Host::Gemini) {
+        return Err(UsageError::NoMcpHooks(Host::Gemini.name()).into());
+    }
     for host in hosts {
         let path = config_file(host, target.project.as_deref())?;
         let edit = |original: &str| match &wiring {
@@ -122,7 +132,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
             let command = mcp_server_command()?;
             let edit = |original: &str| match host {
                 Host::Codex => install_codex_mcp_server(original, &command),
-                Host::Claude => install_mcp_server(original, &command),
+                Host::Claude | Host::Gemini => install_mcp_server(original, &command),
             };
             if target.print {
                 println!("--- {}", server_path.display());
@@ -187,8 +197,8 @@ fn apply(
 pub fn mcp_server_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliError> {
     match (host, project) {
         (Host::Codex, _) => Ok(config_file(host, project)?.with_file_name("config.toml")),
-        (Host::Claude, Some(project)) => Ok(project.join(".mcp.json")),
-        (Host::Claude, None) => {
+        (Host::Claude | Host::Gemini, Some(project)) => Ok(project.join(".mcp.json")),
+        (Host::Claude | Host::Gemini, None) => {
             if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
                 return Ok(PathBuf::from(dir).join(".claude.json"));
             }
@@ -215,11 +225,22 @@ pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliErr
     let (dir_name, file_name, env_dir) = match host {
         Host::Codex => (".codex", "hooks.json", "CODEX_HOME"),
         Host::Claude => (".claude", "settings.json", "CLAUDE_CONFIG_DIR"),
+        Host::Gemini => (".gemini", "settings.json", ""),
     };
     if let Some(project) = project {
         return Ok(project.join(dir_name).join(file_name));
     }
-    if let Some(dir) = std::env::var_os(env_dir).filter(|v| !v.is_empty()) {
+    // Gemini CLI's variable names the home its `.gemini` lives in, not the directory itself.
+    if host == Host::Gemini {
+        if let Some(home) = std::env::var_os("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
+            return Ok(PathBuf::from(home).join(dir_name).join(file_name));
+        }
+    }
+    if let Some(dir) = (!env_dir.is_empty())
+        .then(|| std::env::var_os(env_dir))
+        .flatten()
+        .filter(|v| !v.is_empty())
+    {
         return Ok(PathBuf::from(dir).join(file_name));
     }
     let home = std::env::var_os("HOME")
