@@ -215,6 +215,38 @@ fn sidecar(settings: &Settings) -> Check {
     }
 }
 
+/// Codex skips hooks it has no trust record for (or one for another definition, say after the
+/// binary moved): a FAIL naming how many of ours wait, with both ways to trust them.
+fn codex_trust_check(name: &'static str, hooks_json: &Path, text: &str) -> Option<Check> {
+    let ours = hooks::codex_trust::our_handlers(hooks_json, text).ok()?;
+    let config = hooks::codex_config_file().ok()?;
+    let config_text = hooks::read_config(&config).ok()?;
+    let waiting = match hooks::codex_trust::awaiting_review(&config_text, &ours) {
+        Ok(waiting) => waiting,
+        Err(e) => {
+            return Some(Check::fail(
+                name,
+                format!("{}: {e}", config.display()),
+                "correct the file, then guidebook hooks install --codex --trust",
+            ))
+        }
+    };
+    (!waiting.is_empty()).then(|| {
+        Check::fail(
+            name,
+            format!(
+                "{} of our {} hooks in {} await review: Codex skips them (no trust record in {}, \
+                 or one for another definition)",
+                waiting.len(),
+                ours.len(),
+                hooks_json.display(),
+                config.display()
+            ),
+            "review them in codex's /hooks, or guidebook hooks install --codex --trust",
+        )
+    })
+}
+
 /// The user's settings for `host` run guidebook-hook on each of our events, and the command
 /// they run exists. Missing entries only warn: hooks may be set per project instead.
 fn agent_hooks(host: Host, name: &'static str) -> Check {
@@ -254,6 +286,11 @@ fn agent_hooks(host: Host, name: &'static str) -> Check {
                     fix,
                 );
             }
+        }
+    }
+    if host == Host::Codex {
+        if let Some(failed) = codex_trust_check(name, &path, &text) {
+            return failed;
         }
     }
     let events: Vec<&str> = found.iter().map(|(e, _)| *e).collect();

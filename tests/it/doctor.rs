@@ -33,6 +33,24 @@ fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("review them in /hooks"),
+        "the install says Codex will not run untrusted hooks"
+    );
+    // Codex skips hooks without trust records: the doctor says so, and how to fix it.
+    let (code, report) = doctor(&sidecar, &[]);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(
+        line(&report, "codex hooks").starts_with("FAIL  codex hooks: 4 of our 4 hooks in "),
+        "{report}"
+    );
+    assert!(line(&report, "codex hooks").contains("guidebook hooks install --codex --trust"));
+    let out = sidecar.cli(&["hooks", "install", "--codex", "--trust"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let (code, report) = doctor(&sidecar, &[]);
     assert_eq!(code, Some(0), "{report}");

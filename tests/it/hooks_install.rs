@@ -307,3 +307,63 @@ fn gemini_install_is_idempotent_keeps_the_users_settings_and_refuses_mcp() {
         serde_json::json!({"AfterTool": [{"matcher": "read_file", "hooks": [{"type": "command", "command": "my-audit"}]}]})
     );
 }
+
+#[test]
+fn codex_trust_records_follow_our_hooks_in_and_out_and_leave_the_users_own() {
+    let home = tempfile::tempdir().unwrap();
+    let codex = home.path().join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    let config = codex.join("config.toml");
+    let users = "model = \"gpt-5.5\" # theirs\n\n[hooks.state.\"/elsewhere/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:theirs\"\n";
+    std::fs::write(&config, users).unwrap();
+    let install = |extra: &[&str]| {
+        let mut args = vec![
+            "hooks",
+            "install",
+            "--codex",
+            "--hook-command",
+            "/opt/bin/guidebook-hook",
+        ];
+        args.extend_from_slice(extra);
+        guidebook(home.path(), &args)
+    };
+    let out = install(&["--trust"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let trusted = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        trusted.starts_with("model = \"gpt-5.5\" # theirs\n"),
+        "{trusted}"
+    );
+    assert!(trusted.contains("sha256:theirs"));
+    let hooks_json = codex.join("hooks.json");
+    for event in [
+        "pre_tool_use",
+        "post_tool_use",
+        "post_compact",
+        "session_start",
+    ] {
+        assert!(
+            trusted.contains(&format!(
+                "[hooks.state.\"{}:{event}:0:0\"]",
+                hooks_json.display()
+            )),
+            "{event}: {trusted}"
+        );
+    }
+    assert_eq!(trusted.matches("trusted_hash = \"sha256:").count(), 5);
+    // Again: nothing changes.
+    assert!(install(&["--trust"]).status.success());
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), trusted);
+    // `--trust` goes with the command wiring only.
+    let out = install(&["--trust", "--mcp"]);
+    assert!(!out.status.success());
+    // Uninstall takes our records away, and only ours.
+    let out = guidebook(home.path(), &["hooks", "uninstall", "--codex"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let after = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        !after.contains(&hooks_json.display().to_string()),
+        "{after}"
+    );
+    assert!(after.contains("sha256:theirs"), "{after}");
+}

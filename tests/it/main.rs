@@ -9,6 +9,7 @@ mod breaker;
 mod budget;
 mod build_prompt;
 mod cli;
+mod codex_real;
 mod doctor;
 mod faults;
 mod flags;

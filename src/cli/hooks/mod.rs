@@ -21,6 +21,7 @@ use clap::{ArgGroup, Args, Subcommand};
 
 use super::{CliError, UsageError};
 mod codex_toml;
+pub mod codex_trust;
 mod edit;
 mod host;
 mod json_tree;
@@ -45,6 +46,10 @@ pub enum HooksCommand {
         /// ~/.claude.json (or DIR/.mcp.json with --project).
         #[arg(long)]
         mcp: bool,
+        /// Codex: also write Codex's trust records for exactly these hooks into its config.toml,
+        /// so that it runs them without a review in /hooks (the command wiring only).
+        #[arg(long, conflicts_with = "mcp")]
+        trust: bool,
     },
     /// Remove every guidebook-hook entry from the agents' hook configuration.
     Uninstall {
@@ -93,20 +98,21 @@ impl Target {
 }
 
 pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
-    let (target, wiring) = match command {
+    let (target, wiring, trust_codex) = match command {
         HooksCommand::Install {
             target,
             hook_command,
             mcp,
+            trust,
         } => {
             let wiring = match (mcp, hook_command) {
                 (true, _) => Wiring::Mcp,
                 (false, Some(c)) => Wiring::Command(c),
                 (false, None) => Wiring::Command(default_hook_command()),
             };
-            (target, Some(wiring))
+            (target, Some(wiring), trust)
         }
-        HooksCommand::Uninstall { target } => (target, None),
+        HooksCommand::Uninstall { target } => (target, None, false),
     };
     let hosts = target.hosts();
     if target.print && hosts.len() > 1 {
@@ -117,6 +123,17 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     }
     for host in hosts {
         let path = config_file(host, target.project.as_deref())?;
+        // Before an uninstall, our handlers' trust records: they go with the handlers.
+        let untrust_keys = match (host, &wiring) {
+            (Host::Codex, None) => codex_trust::our_handlers(&path, &read_config(&path)?)
+                .map(|ours| ours.into_iter().map(|o| o.key).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let before = match host {
+            Host::Codex => read_config(&path)?,
+            _ => String::new(),
+        };
         let edit = |original: &str| match &wiring {
             Some(wiring) => install(original, host, wiring),
             None => uninstall(original),
@@ -127,6 +144,16 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
             "hooks removed from"
         };
         apply(host, &path, edit, verb, target.print)?;
+        if host == Host::Codex {
+            codex_trust_step(
+                &path,
+                &before,
+                &wiring,
+                trust_codex,
+                &untrust_keys,
+                target.print,
+            )?;
+        }
         if wiring == Some(Wiring::Mcp) {
             let server_path = mcp_server_file(host, target.project.as_deref())?;
             let command = mcp_server_command()?;
@@ -247,6 +274,81 @@ pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliErr
         .filter(|v| !v.is_empty())
         .ok_or(UsageError::NoHomeForHooks)?;
     Ok(PathBuf::from(home).join(dir_name).join(file_name))
+}
+
+/// Codex's trust records after an install or uninstall of our hooks in `hooks_json` (whose
+/// text was `before`): with `--trust`, records for exactly our handlers (and none left for
+/// their old places); after an uninstall, ours removed; otherwise, how to get them reviewed.
+fn codex_trust_step(
+    hooks_json: &Path,
+    before: &str,
+    wiring: &Option<Wiring>,
+    trust: bool,
+    untrust_keys: &[String],
+    print: bool,
+) -> Result<(), CliError> {
+    let config = codex_config_file()?;
+    match wiring {
+        None => {
+            if untrust_keys.is_empty() || !config.exists() || print {
+                return Ok(());
+            }
+            apply(
+                Host::Codex,
+                &config,
+                |text: &str| codex_trust::untrust(text, untrust_keys),
+                "Codex trust records of our hooks removed from",
+                false,
+            )
+        }
+        Some(Wiring::Command(_)) if trust => {
+            let text = if print {
+                // Nothing was written: the records are for the file as it would be.
+                install(before, Host::Codex, wiring.as_ref().expect("installing")).map_err(
+                    |source| CliError::HookConfig {
+                        path: hooks_json.to_path_buf(),
+                        source,
+                    },
+                )?
+            } else {
+                read_config(hooks_json)?
+            };
+            let ours = codex_trust::our_handlers(hooks_json, &text).map_err(|source| {
+                CliError::HookConfig {
+                    path: hooks_json.to_path_buf(),
+                    source,
+                }
+            })?;
+            let stale: Vec<String> = codex_trust::our_handlers(hooks_json, before)
+                .map(|old| old.into_iter().map(|o| o.key).collect())
+                .unwrap_or_default();
+            if print {
+                println!("--- {}", config.display());
+            }
+            apply(
+                Host::Codex,
+                &config,
+                |text: &str| codex_trust::trust(text, &ours, &stale),
+                "Codex trust records for our hooks set in",
+                print,
+            )
+        }
+        Some(_) => {
+            if !print {
+                println!(
+                    "Codex runs these hooks only once they are trusted: open `codex`, review them \
+                     in /hooks, or run `guidebook hooks install --codex --trust`"
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Codex's own `config.toml` (`$CODEX_HOME/config.toml`, else `~/.codex/config.toml`), where
+/// its hook trust records live whichever hooks file they are for.
+pub fn codex_config_file() -> Result<PathBuf, CliError> {
+    Ok(config_file(Host::Codex, None)?.with_file_name("config.toml"))
 }
 
 /// The file's text; a missing file is an empty one.
