@@ -1,10 +1,12 @@
-//! The real Codex CLI (pinned, from the npm registry) judges our hooks and trust records.
+//! The real Codex CLI (pinned, from the npm registry) runs our hooks against a mock model API.
 //!
 //! `codex app-server`'s `hooks/list` reports, for each hook it discovers, the hash it computes
-//! and whether its trust record matches. Our `hooks install --codex` must leave our hooks
+//! and whether its trust record matches: our `hooks install --codex` must leave our hooks
 //! "untrusted" (and say so), `--trust` must make every one "trusted", and a hook whose command
-//! changed must no longer count as trusted. Reads: the npm registry once per cache directory
-//! (`target/agents/`); writes: temp directories.
+//! changed must no longer count as trusted. `codex exec` against [`MockResponses`] (the OpenAI
+//! Responses API, streamed, on 127.0.0.1) shows the product's promise: an `apply_patch` edit
+//! puts the guideline into Codex's next request. Reads: the npm registry once per cache
+//! directory (`target/agents/`); writes: temp directories.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -167,4 +169,269 @@ fn the_real_codex_trusts_exactly_the_hooks_we_write_trust_records_for() {
         hooks.iter().all(|h| h["trustStatus"] != "trusted"),
         "{hooks:?}"
     );
+}
+
+/// A local stand-in for the OpenAI Responses API that Codex streams from: each request gets
+/// the next scripted output item (a tool call, say), then an assistant message, as server-sent
+/// events; every request body is kept for the test to read.
+struct MockResponses {
+    port: u16,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl MockResponses {
+    fn start(script: Vec<Value>) -> MockResponses {
+        use std::io::Read;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        let script = std::sync::Arc::new(std::sync::Mutex::new(script.into_iter()));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let (seen, script) = (seen.clone(), script.clone());
+                std::thread::spawn(move || loop {
+                    // One HTTP/1.1 request: headers, then a Content-Length body.
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        match stream.read(&mut byte) {
+                            Ok(1) => head.push(byte[0]),
+                            _ => return,
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head).to_string();
+                    let length = head
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse::<usize>().ok())?
+                        })
+                        .unwrap_or(0);
+                    let mut body = vec![0u8; length];
+                    if stream.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    if !head.starts_with("POST") {
+                        let empty = b"{\"models\":[]}";
+                        let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", empty.len());
+                        let _ = stream.write_all(empty);
+                        continue;
+                    }
+                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let n = {
+                        let mut seen = seen.lock().unwrap();
+                        seen.push(request);
+                        seen.len()
+                    };
+                    let item = script.lock().unwrap().next().unwrap_or_else(|| {
+                        serde_json::json!({"type": "message", "role": "assistant", "id": format!("msg_{n}"),
+                            "content": [{"type": "output_text", "text": "Done."}]})
+                    });
+                    let events = [
+                        (
+                            "response.created",
+                            serde_json::json!({"type": "response.created", "response": {"id": format!("resp_{n}")}}),
+                        ),
+                        (
+                            "response.output_item.done",
+                            serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+                        ),
+                        (
+                            "response.completed",
+                            serde_json::json!({"type": "response.completed", "response": {"id": format!("resp_{n}"),
+                            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}),
+                        ),
+                    ];
+                    let sse: String = events
+                        .iter()
+                        .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+                        .collect();
+                    let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sse}", sse.len());
+                });
+            }
+        });
+        MockResponses { port, requests }
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// Codex's `apply_patch`, as the model calls it: a custom tool whose input is the patch.
+fn apply_patch_call(id: &str, patch: &str) -> Value {
+    serde_json::json!({"type": "custom_tool_call", "id": format!("ctc_{id}"), "call_id": format!("call_{id}"),
+        "name": "apply_patch", "input": patch, "status": "completed"})
+}
+
+fn add_file(rel: &str, content: &str) -> String {
+    let body: String = content.lines().map(|l| format!("+{l}\n")).collect();
+    format!("*** Begin Patch\n*** Add File: {rel}\n{body}*** End Patch\n")
+}
+
+/// A scratch user for Codex: its home with `.codex/config.toml` pointing the model at `mock`,
+/// our hooks installed (and trusted, unless `trust` is false) running the real shim.
+fn codex_user(home: &Path, mock: &MockResponses, trust: bool) {
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\n\
+             base_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+            mock.port
+        ),
+    )
+    .unwrap();
+    let shim = shim_exe();
+    let mut args = vec!["--hook-command", shim.to_str().unwrap()];
+    if trust {
+        args.push("--trust");
+    }
+    install(home, &args);
+}
+
+/// `codex exec` in `work` for `home`'s user, with the hooks finding `socket`.
+fn codex_exec(home: &Path, work: &Path, socket: &Path, prompt: &str) -> std::process::Output {
+    let mut cmd = Command::new(codex_binary());
+    cmd.args([
+        "exec",
+        "--skip-git-repo-check",
+        "-s",
+        "workspace-write",
+        prompt,
+    ])
+    .current_dir(work)
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    .env("HOME", home)
+    .env("CODEX_HOME", home.join(".codex"))
+    .env("MOCK_API_KEY", "not-a-real-key")
+    .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
+    .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+    .env(
+        "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+        PATIENT_HOOK_TIMEOUT_MS,
+    );
+    run_bounded(cmd, b"", "codex exec")
+}
+
+/// The texts of the `developer` messages in one request Codex sent.
+fn developer_texts(request: &Value) -> Vec<String> {
+    request["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["role"] == "developer")
+        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| c["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+const GLOBALSCOPE: &str =
+    "id: kotlin-no-globalscope\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin]\n\
+    match:\n  any:\n    - regex:\n        pattern: 'GlobalScope\\.launch'\n\
+    content: Do not launch in GlobalScope; use the component's own scope.\n";
+
+/// The promise, with the real Codex: an `apply_patch` edit of a Kotlin file in a repository in
+/// scope puts the guideline into Codex's very next request to the model (hooks trusted by
+/// `--trust`, no bypass flag), once per session; a new session shows it again; without a
+/// sidecar the agent finishes its task as if no hook were there.
+#[test]
+fn a_codex_edit_puts_the_guideline_into_its_next_request_once_per_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("guidebook");
+    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
+    let sidecar = Sidecar::start(&root);
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
+    let mock = MockResponses::start(vec![
+        apply_patch_call("1", &add_file("src/main/kotlin/Jobs.kt", kotlin)),
+        apply_patch_call("2", &add_file("src/main/kotlin/More.kt", kotlin)),
+    ]);
+    let home = dir.path().join("user");
+    codex_user(&home, &mock, true);
+
+    let out = codex_exec(&home, &work, &sidecar.socket, "add the jobs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("src/main/kotlin/Jobs.kt")).unwrap(),
+        kotlin,
+        "the patch was really applied"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "patch, patch, message");
+    let shown = |request: &Value| {
+        developer_texts(request)
+            .iter()
+            .filter(|t| t.contains("[kotlin-no-globalscope]"))
+            .count()
+    };
+    assert_eq!(shown(&requests[0]), 0);
+    assert_eq!(
+        shown(&requests[1]),
+        1,
+        "the next request carries the guideline"
+    );
+    assert!(developer_texts(&requests[1])
+        .iter()
+        .any(|t| t.starts_with("Adaptive Guidebook guidelines relevant to the latest changes:")));
+    assert_eq!(
+        shown(&requests[2]),
+        1,
+        "a second matching edit does not repeat it"
+    );
+
+    // A new session: shown again.
+    let mock2 = MockResponses::start(vec![apply_patch_call(
+        "3",
+        &add_file("src/main/kotlin/Third.kt", kotlin),
+    )]);
+    codex_user(&home, &mock2, true);
+    let out = codex_exec(&home, &work, &sidecar.socket, "one more");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shown(&mock2.requests()[1]), 1);
+
+    // No sidecar, autostart off: the task completes, the file is written, nothing injected.
+    let mock3 = MockResponses::start(vec![apply_patch_call(
+        "4",
+        &add_file("src/main/kotlin/Fourth.kt", kotlin),
+    )]);
+    codex_user(&home, &mock3, true);
+    let nowhere = dir.path().join("no-sidecar.sock");
+    let out = codex_exec(&home, &work, &nowhere, "and another");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(work.join("src/main/kotlin/Fourth.kt").exists());
+    assert_eq!(shown(&mock3.requests()[1]), 0);
+
+    // Installed without trust records, in a fresh user: Codex skips our hooks silently.
+    let mock4 = MockResponses::start(vec![apply_patch_call(
+        "5",
+        &add_file("src/main/kotlin/Fifth.kt", kotlin),
+    )]);
+    let untrusting = dir.path().join("untrusting");
+    codex_user(&untrusting, &mock4, false);
+    let out = codex_exec(&untrusting, &work, &sidecar.socket, "and the last");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shown(&mock4.requests()[1]), 0, "untrusted hooks never run");
 }
