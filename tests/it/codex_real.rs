@@ -11,47 +11,16 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, OnceLock};
+use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::agents::{npm_cli, sse, MockServer, CODEX};
 use crate::harness::*;
 
-/// The Codex CLI these tests run; moving to a newer release is this one line.
-pub const CODEX_VERSION: &str = "0.169.0";
-
-/// The pinned `codex`, installed with npm into `target/agents/codex-VERSION` on first use and
-/// reused after that (no network once it is there).
-pub fn codex_binary() -> PathBuf {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY
-        .get_or_init(|| {
-            let dir = manifest_dir()
-                .join("target/agents")
-                .join(format!("codex-{CODEX_VERSION}"));
-            let bin = dir.join("node_modules/.bin/codex");
-            if !bin.exists() {
-                let mut npm = Command::new("npm");
-                npm.args([
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    "--prefix",
-                ])
-                .arg(&dir)
-                .arg(format!("@openai/codex@{CODEX_VERSION}"));
-                let out = run_bounded(npm, b"", "npm install @openai/codex");
-                assert!(
-                    out.status.success() && bin.exists(),
-                    "installing Codex {CODEX_VERSION} with npm failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            bin
-        })
-        .clone()
+fn codex_binary() -> PathBuf {
+    npm_cli(CODEX)
 }
 
 /// What `codex app-server` lists for the hooks of `codex_home` (the user layer) seen from `cwd`.
@@ -171,93 +140,57 @@ fn the_real_codex_trusts_exactly_the_hooks_we_write_trust_records_for() {
     );
 }
 
-/// A local stand-in for the OpenAI Responses API that Codex streams from: each request gets
-/// the next scripted output item (a tool call, say), then an assistant message, as server-sent
-/// events; every request body is kept for the test to read.
+/// A local stand-in for the OpenAI Responses API that Codex streams from: each model request
+/// gets the next scripted output item (a tool call, say), then an assistant message, as
+/// server-sent events; every request is kept for the test to read.
 struct MockResponses {
-    port: u16,
-    requests: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    server: MockServer,
 }
 
 impl MockResponses {
     fn start(script: Vec<Value>) -> MockResponses {
-        use std::io::Read;
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let seen = requests.clone();
-        let script = std::sync::Arc::new(std::sync::Mutex::new(script.into_iter()));
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let (seen, script) = (seen.clone(), script.clone());
-                std::thread::spawn(move || loop {
-                    // One HTTP/1.1 request: headers, then a Content-Length body.
-                    let mut head = Vec::new();
-                    let mut byte = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match stream.read(&mut byte) {
-                            Ok(1) => head.push(byte[0]),
-                            _ => return,
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&head).to_string();
-                    let length = head
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse::<usize>().ok())?
-                        })
-                        .unwrap_or(0);
-                    let mut body = vec![0u8; length];
-                    if stream.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    if !head.starts_with("POST") {
-                        let empty = b"{\"models\":[]}";
-                        let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", empty.len());
-                        let _ = stream.write_all(empty);
-                        continue;
-                    }
-                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let n = {
-                        let mut seen = seen.lock().unwrap();
-                        seen.push(request);
-                        seen.len()
-                    };
-                    let item = script.lock().unwrap().next().unwrap_or_else(|| {
-                        serde_json::json!({"type": "message", "role": "assistant", "id": format!("msg_{n}"),
-                            "content": [{"type": "output_text", "text": "Done."}]})
-                    });
-                    let events = [
-                        (
-                            "response.created",
-                            serde_json::json!({"type": "response.created", "response": {"id": format!("resp_{n}")}}),
-                        ),
-                        (
-                            "response.output_item.done",
-                            serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
-                        ),
-                        (
-                            "response.completed",
-                            serde_json::json!({"type": "response.completed", "response": {"id": format!("resp_{n}"),
-                            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}),
-                        ),
-                    ];
-                    let sse: String = events
-                        .iter()
-                        .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
-                        .collect();
-                    let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sse}", sse.len());
-                });
+        let script = Mutex::new(script.into_iter());
+        let server = MockServer::start(move |request, n| {
+            if request.method != "POST" {
+                return (200, "application/json", r#"{"models":[]}"#.to_string());
             }
+            let item = script.lock().unwrap().next().unwrap_or_else(|| {
+                serde_json::json!({"type": "message", "role": "assistant", "id": format!("msg_{n}"),
+                    "content": [{"type": "output_text", "text": "Done."}]})
+            });
+            let id = format!("resp_{n}");
+            let events = sse(&[
+                (
+                    "response.created",
+                    serde_json::json!({"type": "response.created", "response": {"id": id}}),
+                ),
+                (
+                    "response.output_item.done",
+                    serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+                ),
+                (
+                    "response.completed",
+                    serde_json::json!({"type": "response.completed", "response": {"id": id,
+                    "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}),
+                ),
+            ]);
+            (200, "text/event-stream", events)
         });
-        MockResponses { port, requests }
+        MockResponses { server }
     }
 
+    fn port(&self) -> u16 {
+        self.server.port
+    }
+
+    /// The bodies of the model requests, in order.
     fn requests(&self) -> Vec<Value> {
-        self.requests.lock().unwrap().clone()
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST")
+            .map(|r| r.body)
+            .collect()
     }
 }
 
@@ -282,7 +215,7 @@ fn codex_user(home: &Path, mock: &MockResponses, trust: bool) {
         format!(
             "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\n\
              base_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
-            mock.port
+            mock.port()
         ),
     )
     .unwrap();

@@ -2,12 +2,14 @@
 //! homes, real git repositories and real SQLite, and drives it through the real `guidebook-hook`
 //! and `guidebook` binaries. One module per area; `harness` holds the shared helpers.
 
+mod agents;
 mod author;
 mod autostart;
 mod bad_input;
 mod breaker;
 mod budget;
 mod build_prompt;
+mod claude_real;
 mod cli;
 mod codex_real;
 mod doctor;

@@ -1,0 +1,152 @@
+//! What the real-agent tests share: the pinned CLIs from npm, and a scripted mock model server.
+//!
+//! Each agent is installed once with npm into `target/agents/<name>-<version>` (reused after
+//! that, so no network is needed once it is there) and runs against a [`MockServer`] on
+//! 127.0.0.1 that answers with the agent's own streaming wire format and keeps every request.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+/// The agents' CLIs, pinned: moving to a newer release is one line each.
+pub const CODEX: (&str, &str, &str) = ("@openai/codex", "0.169.0", "codex");
+pub const CLAUDE_CODE: (&str, &str, &str) = ("@anthropic-ai/claude-code", "2.1.328", "claude");
+
+/// The binary `bin` of npm package `package` at `version`, installed on first use.
+pub fn npm_cli((package, version, bin): (&str, &str, &str)) -> PathBuf {
+    let slug = package.trim_start_matches('@').replace('/', "-");
+    let dir = manifest_dir()
+        .join("target/agents")
+        .join(format!("{slug}-{version}"));
+    let exe = dir.join("node_modules/.bin").join(bin);
+    // One installer at a time per package: tests run in parallel.
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _one = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    if !exe.exists() {
+        let mut npm = Command::new("npm");
+        npm.args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .arg(format!("{package}@{version}"));
+        let out = run_bounded(npm, b"", "npm install");
+        assert!(
+            out.status.success() && exe.exists(),
+            "installing {package}@{version} with npm failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    exe
+}
+
+/// One request the mock received.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub body: Value,
+}
+
+/// An answer: status, content type, body.
+pub type Answer = (u16, &'static str, String);
+
+/// A local HTTP/1.1 server that answers each request with `respond` and keeps them all.
+pub struct MockServer {
+    pub port: u16,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+impl MockServer {
+    pub fn start(
+        respond: impl Fn(&Request, usize) -> Answer + Send + Sync + 'static,
+    ) -> MockServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        let respond = Arc::new(respond);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (seen, respond) = (seen.clone(), respond.clone());
+                std::thread::spawn(move || serve(stream, &seen, &*respond));
+            }
+        });
+        MockServer { port, requests }
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// One connection: requests one after another (keep-alive), each `Content-Length` framed.
+fn serve(
+    mut stream: std::net::TcpStream,
+    seen: &Mutex<Vec<Request>>,
+    respond: &(dyn Fn(&Request, usize) -> Answer + Send + Sync),
+) {
+    loop {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => return,
+            }
+        }
+        let head = String::from_utf8_lossy(&head).to_string();
+        let mut first = head.lines().next().unwrap_or("").split(' ');
+        let method = first.next().unwrap_or("").to_string();
+        let path = first.next().unwrap_or("").to_string();
+        let length = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        let mut body = vec![0u8; length];
+        if stream.read_exact(&mut body).is_err() {
+            return;
+        }
+        let request = Request {
+            method,
+            path,
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        };
+        let n = {
+            let mut seen = seen.lock().unwrap();
+            seen.push(request.clone());
+            seen.len()
+        };
+        let (status, content_type, body) = respond(&request, n);
+        let written = write!(
+            stream,
+            "HTTP/1.1 {status} OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if written.is_err() {
+            return;
+        }
+    }
+}
+
+/// Server-sent events: `event:` and `data:` per pair.
+pub fn sse(events: &[(&str, Value)]) -> String {
+    events
+        .iter()
+        .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+        .collect()
+}

@@ -1,0 +1,251 @@
+//! The real Claude Code (pinned, from npm) with our hooks, against a mock Anthropic Messages API.
+//!
+//! `claude -p` in a scratch home whose `settings.json` `guidebook hooks install --claude` wrote:
+//! a `Write` of a Kotlin file in a repository in scope puts the guideline into the next request
+//! to the model (in the tool result, as Claude Code's hook context), once per session.
+//! Reads: the npm registry once per cache directory; writes: temp directories.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+
+use crate::agents::{npm_cli, sse, MockServer, CLAUDE_CODE};
+use crate::harness::*;
+
+/// The Anthropic Messages API as Claude Code streams it: each request that offers tools gets the
+/// next scripted `tool_use` block (then a closing text), anything else a short text answer.
+struct MockMessages {
+    server: MockServer,
+}
+
+impl MockMessages {
+    fn start(script: Vec<(&'static str, Value)>) -> MockMessages {
+        let script = Mutex::new(script.into_iter());
+        let server = MockServer::start(move |request, n| {
+            if request.method != "POST" || !request.path.starts_with("/v1/messages") {
+                return (200, "application/json", "{}".to_string());
+            }
+            if request.path.contains("count_tokens") {
+                return (
+                    200,
+                    "application/json",
+                    r#"{"input_tokens":10}"#.to_string(),
+                );
+            }
+            let model = request.body["model"].clone();
+            let message = json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
+                "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 10, "output_tokens": 1}});
+            let offers_tools = request.body["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty());
+            let tool = offers_tools
+                .then(|| script.lock().unwrap().next())
+                .flatten();
+            let (block, delta, stop) = match tool {
+                Some((name, input)) => (
+                    json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}),
+                    json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+                    "tool_use",
+                ),
+                None => (
+                    json!({"type": "text", "text": ""}),
+                    json!({"type": "text_delta", "text": "Done."}),
+                    "end_turn",
+                ),
+            };
+            if request.body["stream"] != true {
+                let mut whole = message.clone();
+                whole["content"] = json!([{"type": "text", "text": "Done."}]);
+                whole["stop_reason"] = json!("end_turn");
+                return (200, "application/json", whole.to_string());
+            }
+            let events = sse(&[
+                (
+                    "message_start",
+                    json!({"type": "message_start", "message": message}),
+                ),
+                (
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": 0, "content_block": block}),
+                ),
+                (
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+                ),
+                (
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": 0}),
+                ),
+                (
+                    "message_delta",
+                    json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+                ),
+                ("message_stop", json!({"type": "message_stop"})),
+            ]);
+            (200, "text/event-stream", events)
+        });
+        MockMessages { server }
+    }
+
+    /// The model requests that offered tools (the agent's own turns), in order.
+    fn turns(&self) -> Vec<Value> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens"))
+            .map(|r| r.body)
+            .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .collect()
+    }
+}
+
+fn claude(
+    home: &Path,
+    work: &Path,
+    mock: &MockMessages,
+    socket: &Path,
+    prompt: &str,
+) -> std::process::Output {
+    let mut cmd = Command::new(npm_cli(CLAUDE_CODE));
+    cmd.args([
+        "-p",
+        prompt,
+        "--permission-mode",
+        "acceptEdits",
+        "--model",
+        "claude-sonnet-4-5",
+    ])
+    .current_dir(work)
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    .env("HOME", home)
+    .env(
+        "ANTHROPIC_BASE_URL",
+        format!("http://127.0.0.1:{}", mock.server.port),
+    )
+    .env("ANTHROPIC_API_KEY", "sk-not-a-real-key")
+    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    .env("DISABLE_TELEMETRY", "1")
+    .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
+    .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+    .env(
+        "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+        PATIENT_HOOK_TIMEOUT_MS,
+    );
+    run_bounded(cmd, b"", "claude -p")
+}
+
+/// How many times the guideline's block appears in one request's messages.
+fn shown(request: &Value) -> usize {
+    request["messages"]
+        .to_string()
+        .matches("[kotlin-no-globalscope]")
+        .count()
+}
+
+const GLOBALSCOPE: &str =
+    "id: kotlin-no-globalscope\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin]\n\
+    match:\n  any:\n    - regex:\n        pattern: 'GlobalScope\\.launch'\n\
+    content: Do not launch in GlobalScope; use the component's own scope.\n";
+
+#[test]
+fn a_claude_code_write_puts_the_guideline_into_its_next_request_once_per_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("guidebook");
+    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
+    let sidecar = Sidecar::start(&root);
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let home = dir.path().join("user");
+    std::fs::create_dir_all(&home).unwrap();
+    let shim = shim_exe();
+    let mut install = Command::new(guidebook_exe());
+    install.env_clear().env("HOME", &home).args([
+        "hooks",
+        "install",
+        "--claude",
+        "--hook-command",
+        shim.to_str().unwrap(),
+    ]);
+    let out = run_bounded(install, b"", "guidebook hooks install --claude");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let jobs = work.join("src/main/kotlin/Jobs.kt");
+    let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
+    let mock = MockMessages::start(vec![
+        (
+            "Write",
+            json!({"file_path": jobs.display().to_string(), "content": kotlin}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": jobs.display().to_string(), "old_string": "start()", "new_string": "begin()"}),
+        ),
+    ]);
+    let out = claude(&home, &work, &mock, &sidecar.socket, "add the jobs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&jobs).unwrap(),
+        kotlin.replace("start()", "begin()"),
+        "the Write and the Edit really happened"
+    );
+    let turns = mock.turns();
+    assert_eq!(turns.len(), 3, "write, edit, done");
+    assert_eq!(shown(&turns[0]), 0);
+    assert_eq!(
+        shown(&turns[1]),
+        1,
+        "the request after the Write carries the guideline"
+    );
+    assert!(turns[1]["messages"]
+        .to_string()
+        .contains("PostToolUse:Write hook additional context"));
+    assert_eq!(
+        shown(&turns[2]),
+        1,
+        "the Edit of the same file does not repeat it"
+    );
+
+    // A new session shows it again; without a sidecar the task completes with nothing added.
+    let mock2 = MockMessages::start(vec![(
+        "Write",
+        json!({"file_path": work.join("src/main/kotlin/More.kt").display().to_string(), "content": kotlin}),
+    )]);
+    let out = claude(&home, &work, &mock2, &sidecar.socket, "one more");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shown(&mock2.turns()[1]), 1);
+    let mock3 = MockMessages::start(vec![(
+        "Write",
+        json!({"file_path": work.join("src/main/kotlin/Last.kt").display().to_string(), "content": kotlin}),
+    )]);
+    let out = claude(
+        &home,
+        &work,
+        &mock3,
+        &dir.path().join("none.sock"),
+        "the last",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(work.join("src/main/kotlin/Last.kt").exists());
+    assert_eq!(shown(&mock3.turns()[1]), 0);
+}
