@@ -129,14 +129,13 @@ impl HookEvent {
 }
 
 /// Gemini CLI: `BeforeTool`, `AfterTool` (with `tool_response` `{llmContent, returnDisplay,
-/// error}`), `PreCompress` (the history is about to be summarised: what the session was shown
-/// goes with it), and `SessionStart` / `SessionEnd` like the others. Recognised by its tool
-/// events' names; its other events read like Codex's and Claude Code's.
+/// error}`), and `SessionStart` like the others. Recognised by its tool events' names; its
+/// other events read like Codex's and Claude Code's. `PreCompress` is nothing to act on: Gemini
+/// CLI 0.61 fires it before every model turn, whether it compresses or not.
 fn read_gemini(event: &Value) -> Option<HookEvent> {
     let name = match str_field(event, "hook_event_name")? {
         "BeforeTool" => EventName::PreToolUse,
         "AfterTool" => EventName::PostToolUse,
-        "PreCompress" => EventName::PostCompact,
         _ => return None,
     };
     let session_id = str_field(event, "session_id").filter(|s| !s.is_empty())?;

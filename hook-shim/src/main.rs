@@ -10,11 +10,13 @@
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use guidebook_hook::autostart;
 use guidebook_hook::client::{self, ClientError};
+use guidebook_hook::event::Host;
 use guidebook_hook::hook::{HookPlan, SidecarLink};
 use guidebook_hook::protocol::deadline_ms;
 
@@ -50,6 +52,15 @@ Environment:
 /// Held while the hook output is printed, so that the watchdog can never end the process
 /// halfway through the line.
 static STDOUT_GATE: Mutex<()> = Mutex::new(());
+
+/// Set once the event is known to come from Gemini CLI. When a hook's stdout is empty, Gemini
+/// CLI reads its stderr and shows the text to the user as a "hook system message": so for it
+/// the shim always answers with a JSON object (`{}` when it has nothing to say), and our
+/// diagnostics stay diagnostics.
+static GEMINI: AtomicBool = AtomicBool::new(false);
+
+/// What the shim prints for Gemini CLI when it has nothing to say.
+const GEMINI_NOTHING: &str = "{}";
 
 macro_rules! diag {
     ($($arg:tt)*) => {
@@ -91,6 +102,9 @@ fn run(started: Instant) {
     let Some(hook) = HookPlan::of(&event) else {
         return;
     };
+    if hook.host == Host::GeminiCli {
+        GEMINI.store(true, Ordering::SeqCst);
+    }
     let Some(socket) = socket_flag.or_else(default_socket) else {
         diag!("no socket: set --socket, ADAPTIVE_GUIDEBOOK_SOCKET or HOME");
         return;
@@ -101,8 +115,10 @@ fn run(started: Instant) {
         deadline,
         autostart,
     };
-    if let Some(line) = hook.run(max_tokens, &mut link) {
-        print_line(&line, deadline);
+    match hook.run(max_tokens, &mut link) {
+        Some(line) => print_line(&line, deadline),
+        None if GEMINI.load(Ordering::SeqCst) => print_line(GEMINI_NOTHING, deadline),
+        None => {}
     }
 }
 
@@ -215,6 +231,10 @@ fn start_watchdog(deadline: Instant, timeout: Duration) {
             // Waiting for the gate lets a line already being printed finish whole.
             let _gate = STDOUT_GATE.lock();
             diag!("gave up after {} ms", timeout.as_millis());
+            if GEMINI.load(Ordering::SeqCst) {
+                let mut stdout = io::stdout().lock();
+                let _ = writeln!(stdout, "{GEMINI_NOTHING}").and_then(|()| stdout.flush());
+            }
             std::process::exit(0);
         });
     if let Err(e) = spawned {

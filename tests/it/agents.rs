@@ -16,6 +16,7 @@ use crate::harness::*;
 /// The agents' CLIs, pinned: moving to a newer release is one line each.
 pub const CODEX: (&str, &str, &str) = ("@openai/codex", "0.169.0", "codex");
 pub const CLAUDE_CODE: (&str, &str, &str) = ("@anthropic-ai/claude-code", "2.1.328", "claude");
+pub const GEMINI_CLI: (&str, &str, &str) = ("@google/gemini-cli", "0.61.0", "gemini");
 
 /// The binary `bin` of npm package `package` at `version`, installed on first use.
 pub fn npm_cli((package, version, bin): (&str, &str, &str)) -> PathBuf {

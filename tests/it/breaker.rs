@@ -304,9 +304,9 @@ fn gemini_shell_ruff_runs_halt_the_session_and_its_writes_are_denied() {
     let post = fixture("hooks/gemini_after_tool_run_shell_command_ruff.json");
     let pre = fixture("hooks/gemini_before_tool_write_file.json");
     let session = post["session_id"].as_str().unwrap();
-    assert_eq!(sidecar.hook(&post).stdout, "");
-    assert_eq!(sidecar.hook(&pre).stdout, "", "not halted yet");
-    assert_eq!(sidecar.hook(&post).stdout, "");
+    assert_eq!(sidecar.hook(&post).stdout, "{}\n");
+    assert_eq!(sidecar.hook(&pre).stdout, "{}\n", "not halted yet");
+    assert_eq!(sidecar.hook(&post).stdout, "{}\n");
     let third: Value = serde_json::from_str(&sidecar.hook(&post).stdout).unwrap();
     assert_eq!(third["continue"], false);
     let reason = third["stopReason"].as_str().unwrap().to_string();
@@ -320,7 +320,7 @@ fn gemini_shell_ruff_runs_halt_the_session_and_its_writes_are_denied() {
         format!("{}\n", json!({"decision": "deny", "reason": reason}))
     );
     sidecar.cli(&["breaker", "reset", "--session", session]);
-    assert_eq!(sidecar.hook(&pre).stdout, "");
+    assert_eq!(sidecar.hook(&pre).stdout, "{}\n");
 }
 
 #[test]

@@ -73,9 +73,7 @@ fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
     assert!(line(&report, "versions")
         .contains(&format!("guidebook {version}, guidebook-hook {version}")));
     assert!(line(&report, "codex hooks").contains("PostToolUse, PostCompact, SessionStart"));
-    assert!(
-        line(&report, "gemini hooks").contains("BeforeTool, AfterTool, PreCompress, SessionStart")
-    );
+    assert!(line(&report, "gemini hooks").contains("BeforeTool, AfterTool, SessionStart"));
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod codex_real;
 mod doctor;
 mod faults;
 mod flags;
+mod gemini_real;
 mod harness;
 mod hook;
 mod hooks_install;

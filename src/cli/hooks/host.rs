@@ -71,16 +71,16 @@ impl Host {
                 ("PostToolUse", Some("Edit|Write|MultiEdit|Bash")),
                 ("SessionStart", Some("compact|clear")),
             ],
-            // Gemini CLI matches tool events by regex on its own tool names. `PreCompress`
-            // comes before the history is summarised, `SessionStart` (no matcher: `clear`
-            // resets, the other sources say nothing) after `/clear`.
+            // Gemini CLI matches tool events by regex on its own tool names. `SessionStart` (no
+            // matcher: `clear` resets, the other sources say nothing) follows `/clear`.
+            // `PreCompress` is not hooked: Gemini CLI 0.61 fires it before every model turn,
+            // compression or not, and a reset there would repeat every guideline each turn.
             Host::Gemini => &[
                 ("BeforeTool", Some("^(write_file|replace)$")),
                 (
                     "AfterTool",
                     Some("^(write_file|replace|run_shell_command)$"),
                 ),
-                ("PreCompress", None),
                 ("SessionStart", None),
             ],
         }

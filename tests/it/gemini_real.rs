@@ -1,0 +1,199 @@
+//! The real Gemini CLI (pinned, from npm) with our hooks, against a mock Gemini API.
+//!
+//! `gemini -p --yolo` in a scratch home whose `settings.json` `guidebook hooks install --gemini`
+//! wrote: a `write_file` of a Kotlin file in a repository in scope puts the guideline into the
+//! next request to the model (inside the tool's function response), once per session; without
+//! a sidecar the task completes and the user sees no hook message. Reads: the npm registry once
+//! per cache directory; writes: temp directories.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+
+use crate::agents::{npm_cli, MockServer, GEMINI_CLI};
+use crate::harness::*;
+
+/// The Gemini API as Gemini CLI streams it (`streamGenerateContent?alt=sse`): each agent turn
+/// (a request that offers tools) gets the next scripted function call, then a closing text;
+/// its side requests (token counts, checks) get a bare answer.
+struct MockGemini {
+    server: MockServer,
+}
+
+impl MockGemini {
+    fn start(script: Vec<(&'static str, Value)>) -> MockGemini {
+        let script = Mutex::new(script.into_iter());
+        let server = MockServer::start(move |request, _| {
+            if request.path.contains(":countTokens") {
+                return (200, "application/json", r#"{"totalTokens":10}"#.to_string());
+            }
+            let usage =
+                json!({"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15});
+            let offers_tools = request.body["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty());
+            let parts = match offers_tools
+                .then(|| script.lock().unwrap().next())
+                .flatten()
+            {
+                Some((name, args)) => json!([{"functionCall": {"name": name, "args": args}}]),
+                None if offers_tools => json!([{"text": "Done."}]),
+                None => json!([{"text": "{}"}]),
+            };
+            let chunk = json!({"candidates": [{"content": {"role": "model", "parts": parts},
+                "finishReason": "STOP", "index": 0}], "usageMetadata": usage});
+            if request.path.contains(":streamGenerateContent") {
+                (200, "text/event-stream", format!("data: {chunk}\r\n\r\n"))
+            } else {
+                (200, "application/json", chunk.to_string())
+            }
+        });
+        MockGemini { server }
+    }
+
+    /// The agent's turns (requests that offered tools), in order.
+    fn turns(&self) -> Vec<Value> {
+        self.server
+            .requests()
+            .into_iter()
+            .map(|r| r.body)
+            .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .collect()
+    }
+}
+
+fn gemini(
+    home: &Path,
+    work: &Path,
+    mock: &MockGemini,
+    socket: &Path,
+    prompt: &str,
+) -> std::process::Output {
+    let mut cmd = Command::new(npm_cli(GEMINI_CLI));
+    cmd.args(["-m", "gemini-2.5-pro", "-p", prompt, "--yolo"])
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("GEMINI_API_KEY", "not-a-real-key")
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", mock.server.port),
+        )
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+        .env(
+            "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+            PATIENT_HOOK_TIMEOUT_MS,
+        );
+    run_bounded(cmd, b"", "gemini -p")
+}
+
+fn shown(request: &Value) -> usize {
+    request["contents"]
+        .to_string()
+        .matches("[kotlin-no-globalscope]")
+        .count()
+}
+
+const GLOBALSCOPE: &str =
+    "id: kotlin-no-globalscope\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin]\n\
+    match:\n  any:\n    - regex:\n        pattern: 'GlobalScope\\.launch'\n\
+    content: Do not launch in GlobalScope; use the component's own scope.\n";
+
+#[test]
+fn a_gemini_cli_write_puts_the_guideline_into_its_next_request_once_per_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("guidebook");
+    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
+    let sidecar = Sidecar::start(&root);
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let home = dir.path().join("user");
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    // A headless user of the Gemini API.
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n",
+    )
+    .unwrap();
+    let shim = shim_exe();
+    let mut install = Command::new(guidebook_exe());
+    install.env_clear().env("HOME", &home).args([
+        "hooks",
+        "install",
+        "--gemini",
+        "--hook-command",
+        shim.to_str().unwrap(),
+    ]);
+    let out = run_bounded(install, b"", "guidebook hooks install --gemini");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
+    let write = |rel: &str| {
+        (
+            "write_file",
+            json!({"file_path": work.join(rel).display().to_string(), "content": kotlin}),
+        )
+    };
+    let mock = MockGemini::start(vec![
+        write("src/main/kotlin/Jobs.kt"),
+        write("src/main/kotlin/More.kt"),
+    ]);
+    let out = gemini(&home, &work, &mock, &sidecar.socket, "add the jobs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("src/main/kotlin/Jobs.kt")).unwrap(),
+        kotlin
+    );
+    let turns = mock.turns();
+    assert_eq!(turns.len(), 3, "write, write, done: {turns:?}");
+    assert_eq!(shown(&turns[0]), 0);
+    assert_eq!(
+        shown(&turns[1]),
+        1,
+        "the request after the write carries the guideline"
+    );
+    assert_eq!(
+        shown(&turns[2]),
+        1,
+        "a second matching write does not repeat it: {}",
+        serde_json::to_string_pretty(&turns[2]["contents"]).unwrap()
+    );
+
+    // Without a sidecar: the task completes, nothing is added, and no hook message reaches the
+    // user (Gemini CLI would print a hook's stderr as a "Hook system message").
+    let mock2 = MockGemini::start(vec![write("src/main/kotlin/Last.kt")]);
+    let out = gemini(
+        &home,
+        &work,
+        &mock2,
+        &dir.path().join("none.sock"),
+        "the last",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(work.join("src/main/kotlin/Last.kt").exists());
+    assert_eq!(shown(&mock2.turns()[1]), 0);
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!printed.contains("guidebook-hook"), "{printed}");
+}
