@@ -74,7 +74,11 @@ fn as_nodes<'a>(groups: Vec<Group>) -> Vec<Edited<'a>> {
 
 /// `text` (Claude Code's `~/.claude.json` or a project's `.mcp.json`) with our MCP server
 /// `mcpServers.guidebook` set to run `command mcp`; everything else as written.
-pub fn install_mcp_server(text: &str, command: &str) -> Result<String, EditError> {
+pub fn install_mcp_server(
+    text: &str,
+    command: &str,
+    env: &[(String, String)],
+) -> Result<String, EditError> {
     let top = edit_member(parse_document(text)?, "mcpServers", |servers| {
         let servers = match servers {
             Some(raw) => object_members(raw, "mcpServers", "the document")?,
@@ -85,6 +89,7 @@ pub fn install_mcp_server(text: &str, command: &str) -> Result<String, EditError
                 kind: "stdio",
                 command: command.to_string(),
                 args: ["mcp"],
+                env: env.iter().cloned().collect(),
             })))
         })?;
         Ok(Node::Object(servers))
@@ -434,11 +439,47 @@ mod tests {
         assert_eq!(removed, serde_json::from_str::<Value>(user).unwrap());
     }
 
+    /// Codex starts MCP servers with a filtered environment: without the settings in the
+    /// entry, `guidebook mcp` reached another sidecar than the hooks (found with Codex 0.169).
+    #[test]
+    fn the_mcp_server_entry_carries_the_settings_the_shims_see() {
+        let env = vec![
+            ("ADAPTIVE_GUIDEBOOK_HOME".to_string(), "/srv/gb".to_string()),
+            (
+                "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS".to_string(),
+                "3000".to_string(),
+            ),
+        ];
+        let json = install_mcp_server("", "/bin/guidebook", &env).unwrap();
+        let value: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            value["mcpServers"]["guidebook"]["env"],
+            serde_json::json!({"ADAPTIVE_GUIDEBOOK_HOME": "/srv/gb", "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS": "3000"})
+        );
+        let toml = "[mcp_servers.guidebook.env]
+MINE = \"kept\"\nADAPTIVE_GUIDEBOOK_HOME = \"/old\"\n";
+        let edited =
+            super::super::codex_toml::install_codex_mcp_server(toml, "/bin/guidebook", &env)
+                .unwrap();
+        let parsed: toml_edit::DocumentMut = edited.parse().unwrap();
+        let env_table = &parsed["mcp_servers"]["guidebook"]["env"];
+        assert_eq!(env_table["MINE"].as_str(), Some("kept"));
+        assert_eq!(
+            env_table["ADAPTIVE_GUIDEBOOK_HOME"].as_str(),
+            Some("/srv/gb")
+        );
+        assert_eq!(
+            env_table["ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS"].as_str(),
+            Some("3000")
+        );
+    }
+
     #[test]
     fn the_mcp_server_entry_is_set_in_json_and_toml_as_written() {
         let json = install_mcp_server(
             r#"{"numStartups": 3, "mcpServers": {"x": {"command": "x"}}}"#,
             "/bin/guidebook",
+            &[],
         )
         .unwrap();
         let value: Value = serde_json::from_str(&json).unwrap();
@@ -447,24 +488,27 @@ mod tests {
             serde_json::json!({"type": "stdio", "command": "/bin/guidebook", "args": ["mcp"]})
         );
         assert_eq!(value["mcpServers"]["x"]["command"], "x");
-        assert_eq!(install_mcp_server(&json, "/bin/guidebook").unwrap(), json);
+        assert_eq!(
+            install_mcp_server(&json, "/bin/guidebook", &[]).unwrap(),
+            json
+        );
 
         let toml = "# keep me\n[mcp_servers.guidebook]\ncommand = \"/old\"\nenv = { A = \"1\" }\n";
-        let edited = install_codex_mcp_server(toml, "/bin/guidebook").unwrap();
+        let edited = install_codex_mcp_server(toml, "/bin/guidebook", &[]).unwrap();
         assert_eq!(
             edited,
             "# keep me\n[mcp_servers.guidebook]\ncommand = \"/bin/guidebook\"\nenv = { A = \"1\" }\nargs = [\"mcp\"]\n"
         );
         assert_eq!(
-            install_codex_mcp_server(&edited, "/bin/guidebook").unwrap(),
+            install_codex_mcp_server(&edited, "/bin/guidebook", &[]).unwrap(),
             edited
         );
-        assert!(install_codex_mcp_server("a = [", "/g")
+        assert!(install_codex_mcp_server("a = [", "/g", &[])
             .unwrap_err()
             .to_string()
             .starts_with("not valid TOML"));
         assert_eq!(
-            install_codex_mcp_server("mcp_servers = 1\n", "/g")
+            install_codex_mcp_server("mcp_servers = 1\n", "/g", &[])
                 .unwrap_err()
                 .to_string(),
             "`mcp_servers` is not a table"

@@ -338,6 +338,11 @@ pub(super) struct McpServer {
     pub(super) kind: &'static str,
     pub(super) command: String,
     pub(super) args: [&'static str; 1],
+    /// The settings the user's shims see (`ADAPTIVE_GUIDEBOOK_*` when installing): hosts start
+    /// MCP servers with a filtered environment, and without them `guidebook mcp` would reach
+    /// another sidecar than the hooks do.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(super) env: std::collections::BTreeMap<String, String>,
 }
 
 /// Whether a handler, as written, is ours: a command running `guidebook-hook`, or an

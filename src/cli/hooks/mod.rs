@@ -157,9 +157,10 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
         if wiring == Some(Wiring::Mcp) {
             let server_path = mcp_server_file(host, target.project.as_deref())?;
             let command = mcp_server_command()?;
+            let env = mcp_server_env();
             let edit = |original: &str| match host {
-                Host::Codex => install_codex_mcp_server(original, &command),
-                Host::Claude | Host::Gemini => install_mcp_server(original, &command),
+                Host::Codex => install_codex_mcp_server(original, &command, &env),
+                Host::Claude | Host::Gemini => install_mcp_server(original, &command, &env),
             };
             if target.print {
                 println!("--- {}", server_path.display());
@@ -235,6 +236,17 @@ pub fn mcp_server_file(host: Host, project: Option<&Path>) -> Result<PathBuf, Cl
             Ok(PathBuf::from(home).join(".claude.json"))
         }
     }
+}
+
+/// The settings of this environment (`ADAPTIVE_GUIDEBOOK_*`), for the MCP server entry: the
+/// hosts start MCP servers with a filtered environment, and `guidebook mcp` must reach the same
+/// sidecar, with the same hook settings, as the shims the hooks run.
+fn mcp_server_env() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, v)| k.starts_with("ADAPTIVE_GUIDEBOOK_") && !v.is_empty())
+        .collect();
+    env.sort();
+    env
 }
 
 /// The `guidebook` the MCP server entry runs: this binary, by its absolute path (hosts start
