@@ -173,6 +173,16 @@ fn a_gemini_cli_write_puts_the_guideline_into_its_next_request_once_per_session(
         serde_json::to_string_pretty(&turns[2]["contents"]).unwrap()
     );
 
+    // A new session: shown again.
+    let mock_again = MockGemini::start(vec![write("src/main/kotlin/Again.kt")]);
+    let out = gemini(&home, &work, &mock_again, &sidecar.socket, "once more");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shown(&mock_again.turns()[1]), 1);
+
     // Without a sidecar: the task completes, nothing is added, and no hook message reaches the
     // user (Gemini CLI would print a hook's stderr as a "Hook system message").
     let mock2 = MockGemini::start(vec![write("src/main/kotlin/Last.kt")]);
