@@ -62,7 +62,7 @@ pub fn plan_event(event: &HookEvent) -> Option<BreakerAction> {
     let session_id = event.session_id.clone();
     let tool = event.tool.as_ref()?;
     match (&event.name, &tool.input) {
-        (EventName::PostToolUse, ToolInput::Shell { .. }) => {
+        (name, ToolInput::Shell { .. }) if name.after_tool() => {
             check_run_of(event).map(|errors| BreakerAction::Record { session_id, errors })
         }
         (EventName::PreToolUse, input) => {

@@ -23,6 +23,9 @@ pub enum Host {
 pub enum EventName {
     PreToolUse,
     PostToolUse,
+    /// Claude Code: a tool call that failed (a shell command with a non-zero exit, a failing
+    /// lint run among them); its text is the event's `error`.
+    PostToolUseFailure,
     /// With its `source`: `startup`, `resume`, `compact` or `clear`.
     SessionStart(Option<String>),
     /// Codex: the context was compacted.
@@ -106,6 +109,13 @@ pub const GEMINI_SHELL_TOOL: &str = "run_shell_command";
 
 /// The host readers, tried in order; the first that recognises the event reads it.
 pub const READERS: [fn(&Value) -> Option<HookEvent>; 2] = [read_gemini, read_codex_or_claude];
+
+impl EventName {
+    /// Whether the event reports a tool call that has run (successfully or not).
+    pub fn after_tool(&self) -> bool {
+        matches!(self, EventName::PostToolUse | EventName::PostToolUseFailure)
+    }
+}
 
 impl HookEvent {
     /// Reads a hook event, or `None` when no reader recognises it or it has no session id.
@@ -201,6 +211,7 @@ fn read_codex_or_claude(event: &Value) -> Option<HookEvent> {
     let name = match str_field(event, "hook_event_name") {
         Some("PreToolUse") => EventName::PreToolUse,
         Some("PostToolUse") => EventName::PostToolUse,
+        Some("PostToolUseFailure") => EventName::PostToolUseFailure,
         Some("SessionStart") => {
             EventName::SessionStart(str_field(event, "source").map(str::to_owned))
         }
@@ -216,7 +227,10 @@ fn read_codex_or_claude(event: &Value) -> Option<HookEvent> {
     let tool = str_field(event, "tool_name").map(|tool| ToolCall {
         name: tool.to_owned(),
         input: tool_input(tool, event.get("tool_input"), event.get("tool_response")),
-        output: event.get("tool_response").and_then(output_text),
+        output: event
+            .get("tool_response")
+            .and_then(output_text)
+            .or_else(|| str_field(event, "error").map(str::to_owned)),
     });
     Some(HookEvent {
         host,

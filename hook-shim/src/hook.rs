@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use crate::breaker::{self, BreakerAction, BreakerVerdict};
 use crate::client::ClientError;
-use crate::event::{HookEvent, Host};
-use crate::output::render_hook;
+use crate::event::HookEvent;
+use crate::output::{render_hook, Shape};
 use crate::plan::{plan_event, Action};
 use crate::protocol::parse_response;
 
@@ -39,7 +39,7 @@ pub trait SidecarLink {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookPlan {
     /// Whose output shapes the answer takes.
-    pub host: Host,
+    pub shape: Shape,
     pub action: Action,
     pub breaker: Option<BreakerAction>,
 }
@@ -55,7 +55,7 @@ impl HookPlan {
             None
         } else {
             Some(HookPlan {
-                host: event.host,
+                shape: Shape::of(&event),
                 action,
                 breaker,
             })
@@ -96,7 +96,7 @@ impl HookPlan {
             }
             None => BreakerVerdict::Nothing,
         };
-        render_hook(self.host, &self.action, search.as_ref(), &verdict)
+        render_hook(self.shape, &self.action, search.as_ref(), &verdict)
     }
 }
 

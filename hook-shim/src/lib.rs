@@ -42,6 +42,8 @@ mod paths;
 mod plan;
 pub mod protocol;
 
-pub use output::{context_text, guideline_block, render_hook, render_search, CONTEXT_HEADER};
+pub use output::{
+    context_text, guideline_block, render_hook, render_search, Shape, CONTEXT_HEADER,
+};
 pub use plan::{changed_files, changed_files_of, plan, plan_event, Action};
 pub use protocol::{parse_response, ResponseError};

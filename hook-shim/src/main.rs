@@ -102,7 +102,7 @@ fn run(started: Instant) {
     let Some(hook) = HookPlan::of(&event) else {
         return;
     };
-    if hook.host == Host::GeminiCli {
+    if hook.shape.host == Host::GeminiCli {
         GEMINI.store(true, Ordering::SeqCst);
     }
     let Some(socket) = socket_flag.or_else(default_socket) else {

@@ -6,8 +6,43 @@
 use serde_json::Value;
 
 use crate::breaker::BreakerVerdict;
-use crate::event::Host;
+use crate::event::{EventName, HookEvent, Host};
 use crate::plan::Action;
+
+/// Whose output shapes an answer takes: the host, and the event name an after-tool context is
+/// labelled with (`PostToolUse`, Claude Code's `PostToolUseFailure`, Gemini CLI's `AfterTool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub host: Host,
+    pub after_tool: &'static str,
+}
+
+impl Shape {
+    /// The shape of the answer to `event`.
+    pub fn of(event: &HookEvent) -> Shape {
+        let after_tool = match (event.host, &event.name) {
+            (Host::GeminiCli, _) => "AfterTool",
+            (_, EventName::PostToolUseFailure) => "PostToolUseFailure",
+            _ => "PostToolUse",
+        };
+        Shape {
+            host: event.host,
+            after_tool,
+        }
+    }
+
+    /// A host's answers to its plain after-tool event.
+    pub fn host(host: Host) -> Shape {
+        Shape {
+            host,
+            after_tool: if host == Host::GeminiCli {
+                "AfterTool"
+            } else {
+                "PostToolUse"
+            },
+        }
+    }
+}
 
 /// The first line of the text handed to the agent after an edit.
 pub const CONTEXT_HEADER: &str = "Adaptive Guidebook guidelines relevant to the latest changes:";
@@ -23,7 +58,7 @@ pub const CONTEXT_HEADER: &str = "Adaptive Guidebook guidelines relevant to the 
 ///   one more line;
 /// - nothing → what the search alone would print.
 pub fn render_hook(
-    host: Host,
+    shape: Shape,
     action: &Action,
     search: Option<&Value>,
     verdict: &BreakerVerdict,
@@ -37,7 +72,7 @@ pub fn render_hook(
             r#"{{"continue":false,"stopReason":{}}}"#,
             Value::from(reason.as_str())
         )),
-        BreakerVerdict::Deny(reason) if host == Host::GeminiCli => Some(format!(
+        BreakerVerdict::Deny(reason) if shape.host == Host::GeminiCli => Some(format!(
             r#"{{"decision":"deny","reason":{}}}"#,
             Value::from(reason.as_str())
         )),
@@ -46,28 +81,28 @@ pub fn render_hook(
             Value::from(reason.as_str())
         )),
         BreakerVerdict::Warning(line) => Some(after_tool_context(
-            host,
+            shape,
             &match guidelines {
                 Some(text) => format!("{text}\n\n{line}"),
                 None => line.clone(),
             },
         )),
-        BreakerVerdict::Nothing => guidelines.map(|text| after_tool_context(host, &text)),
+        BreakerVerdict::Nothing => guidelines.map(|text| after_tool_context(shape, &text)),
     }
 }
 
-/// Additional context after a tool ran: `PostToolUse` for Codex and Claude Code, `AfterTool`
-/// for Gemini CLI, which appends it to the tool's result.
-fn after_tool_context(host: Host, text: &str) -> String {
-    match host {
-        Host::GeminiCli => {
-            let text = Value::String(text.to_owned());
-            format!(
-                r#"{{"hookSpecificOutput":{{"hookEventName":"AfterTool","additionalContext":{text}}}}}"#
-            )
-        }
-        Host::Codex | Host::ClaudeCode => post_tool_use_context(text),
+/// Additional context after a tool ran, labelled with the event it answers: `PostToolUse` (or
+/// Claude Code's `PostToolUseFailure`), or Gemini CLI's `AfterTool`, which appends it to the
+/// tool's result.
+fn after_tool_context(shape: Shape, text: &str) -> String {
+    if shape.after_tool == "PostToolUse" {
+        return post_tool_use_context(text);
     }
+    let text = Value::String(text.to_owned());
+    format!(
+        r#"{{"hookSpecificOutput":{{"hookEventName":"{}","additionalContext":{text}}}}}"#,
+        shape.after_tool
+    )
 }
 
 /// The `PostToolUse` hook output for a `search` result (an array of `{ "id", "content" }`), or
@@ -179,7 +214,7 @@ mod tests {
         let result = json!([{"id": "g", "content": "C\n"}]);
         assert_eq!(
             render_hook(
-                Host::GeminiCli,
+                Shape::host(Host::GeminiCli),
                 &search,
                 Some(&result),
                 &BreakerVerdict::Nothing
@@ -192,7 +227,7 @@ mod tests {
         );
         assert_eq!(
             render_hook(
-                Host::GeminiCli,
+                Shape::host(Host::GeminiCli),
                 &Action::Nothing,
                 None,
                 &BreakerVerdict::Deny("R".into())
@@ -202,7 +237,7 @@ mod tests {
         );
         assert_eq!(
             render_hook(
-                Host::GeminiCli,
+                Shape::host(Host::GeminiCli),
                 &Action::Nothing,
                 None,
                 &BreakerVerdict::Halt("R".into())
@@ -217,7 +252,7 @@ mod tests {
         let nothing = Action::Nothing;
         assert_eq!(
             render_hook(
-                Host::Codex,
+                Shape::host(Host::Codex),
                 &nothing,
                 None,
                 &BreakerVerdict::Halt("R \"x\"".into())
@@ -227,7 +262,7 @@ mod tests {
         );
         assert_eq!(
             render_hook(
-                Host::Codex,
+                Shape::host(Host::Codex),
                 &nothing,
                 None,
                 &BreakerVerdict::Deny("R".into())
@@ -237,7 +272,7 @@ mod tests {
         );
         assert_eq!(
             render_hook(
-                Host::Codex,
+                Shape::host(Host::Codex),
                 &nothing,
                 None,
                 &BreakerVerdict::Warning("W".into())
@@ -246,7 +281,12 @@ mod tests {
             r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"W"}}"#
         );
         assert_eq!(
-            render_hook(Host::Codex, &nothing, None, &BreakerVerdict::Nothing),
+            render_hook(
+                Shape::host(Host::Codex),
+                &nothing,
+                None,
+                &BreakerVerdict::Nothing
+            ),
             None
         );
         let search = Action::Search {
@@ -255,7 +295,7 @@ mod tests {
         };
         let result = json!([{"id": "g", "content": "C\n"}]);
         let out = render_hook(
-            Host::Codex,
+            Shape::host(Host::Codex),
             &search,
             Some(&result),
             &BreakerVerdict::Warning("W".into()),
@@ -263,7 +303,7 @@ mod tests {
         assert!(out.unwrap().ends_with(r#"[g]\nC\n\nW"}}"#));
         assert_eq!(
             render_hook(
-                Host::Codex,
+                Shape::host(Host::Codex),
                 &search,
                 Some(&result),
                 &BreakerVerdict::Nothing

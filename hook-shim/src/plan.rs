@@ -80,7 +80,7 @@ pub fn plan(event: &Value) -> Action {
 pub fn plan_event(event: &HookEvent) -> Action {
     let session_id = event.session_id.clone();
     match &event.name {
-        EventName::PostToolUse => {
+        EventName::PostToolUse | EventName::PostToolUseFailure => {
             let filepaths = changed_files_of(event);
             if filepaths.is_empty() {
                 Action::Nothing

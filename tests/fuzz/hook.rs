@@ -234,7 +234,7 @@ proptest! {
                 [Host::Codex, Host::ClaudeCode, Host::GeminiCli].map(|h| (v, h))
             }) {
                 let rendered = case("render_hook", &result, || {
-                    render_hook(host, &action, Some(&result), verdict)
+                    render_hook(guidebook_hook::Shape::host(host), &action, Some(&result), verdict)
                 });
                 if let Some(line) = rendered {
                     prop_assert!(serde_json::from_str::<Value>(&line).is_ok(), "{}", line);

@@ -49,6 +49,40 @@ pub fn npm_cli((package, version, bin): (&str, &str, &str)) -> PathBuf {
     exe
 }
 
+/// The linter the breaker tests run through the agents' shells, pinned.
+pub const RUFF: &str = "0.17.6";
+
+/// The real `ruff` executable at [`RUFF`], installed from PyPI with pip on first use.
+pub fn ruff_exe() -> PathBuf {
+    let dir = manifest_dir()
+        .join("target/agents")
+        .join(format!("ruff-{RUFF}"));
+    let exe = dir.join("bin/ruff");
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _one = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    if !exe.exists() {
+        let mut pip = Command::new("python3");
+        pip.args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--target",
+        ])
+        .arg(&dir)
+        .arg(format!("ruff=={RUFF}"));
+        let out = run_bounded(pip, b"", "pip install ruff");
+        assert!(
+            out.status.success() && exe.exists(),
+            "installing ruff=={RUFF} with pip failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    exe
+}
+
 /// One request the mock received.
 #[derive(Debug, Clone)]
 pub struct Request {

@@ -217,14 +217,6 @@ fn concurrent_runs_of_one_session_lose_nothing() {
 }
 
 /// Turns `hooks_enabled` on for every session of this sidecar.
-fn enable_hooks(sidecar: &Sidecar) {
-    std::fs::write(
-        sidecar.home.join("feature_flags.json"),
-        r#"{"flags": {"hooks_enabled": {"enabled": true}}}"#,
-    )
-    .unwrap();
-}
-
 #[test]
 fn codex_bash_pyright_runs_halt_the_session_and_its_edits_are_denied() {
     let sidecar = Sidecar::start_default();
@@ -375,5 +367,59 @@ fn ruff_runs_in_claude_and_codex_shapes_warn_in_additional_context() {
         ),
         "{}",
         halted.stdout
+    );
+}
+
+/// Claude Code reports a Bash command that exits non-zero (every failing lint run) as
+/// `PostToolUseFailure`, with the output in `error` and no `tool_response` (captured from
+/// Claude Code 2.1.328): those runs feed the breaker, a warning is labelled with that event, and
+/// the halted session's `Write` is denied.
+#[test]
+fn claude_failed_bash_ruff_runs_halt_the_session() {
+    let sidecar = Sidecar::start_default();
+    enable_hooks(&sidecar);
+    let failed = fixture("hooks/claude_post_tool_use_failure_bash_ruff.json");
+    let session = failed["session_id"].as_str().unwrap();
+    let write = json!({"session_id": session, "cwd": "/home/dev/proj",
+        "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": "/home/dev/proj/src/new.py", "content": "x = 1\n"}});
+    assert_eq!(sidecar.hook(&failed).stdout, "");
+    assert_eq!(sidecar.hook(&failed).stdout, "");
+    assert_eq!(sidecar.hook(&write).stdout, "", "not halted yet");
+    let third: Value = serde_json::from_str(&sidecar.hook(&failed).stdout).unwrap();
+    assert_eq!(third["continue"], false);
+    let reason = third["stopReason"].as_str().unwrap().to_string();
+    assert!(
+        reason.starts_with("Circuit breaker: ruff F401 in /home/dev/proj/src/app.py failed 3"),
+        "{reason}"
+    );
+    let denied: Value = serde_json::from_str(&sidecar.hook(&write).stdout).unwrap();
+    assert_eq!(denied["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(
+        denied["hookSpecificOutput"]["permissionDecisionReason"],
+        reason
+    );
+
+    // A warning after a failed run answers that event by name.
+    let mut other = failed.clone();
+    other["session_id"] = json!("claude-warned");
+    let errors: Vec<Value> = (0..14)
+        .map(|i| json!({"tool": "ruff", "code": format!("E{i}"), "file": "/home/dev/proj/a.py"}))
+        .collect();
+    sidecar.result(
+        "recordError",
+        json!({"sessionId": "claude-warned", "errors": errors}),
+    );
+    let warned: Value = serde_json::from_str(&sidecar.hook(&other).stdout).unwrap();
+    assert_eq!(
+        warned["hookSpecificOutput"]["hookEventName"],
+        "PostToolUseFailure"
+    );
+    assert!(
+        warned["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .starts_with("Circuit breaker warning: 15 errors"),
+        "{warned}"
     );
 }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::agents::{npm_cli, sse, MockServer, CLAUDE_CODE};
+use crate::agents::{npm_cli, ruff_exe, sse, MockServer, CLAUDE_CODE};
 use crate::harness::*;
 
 /// The Anthropic Messages API as Claude Code streams it: each request that offers tools gets the
@@ -108,6 +108,7 @@ fn claude(
     mock: &MockMessages,
     socket: &Path,
     prompt: &str,
+    extra: &[&str],
 ) -> std::process::Output {
     let mut cmd = Command::new(npm_cli(CLAUDE_CODE));
     cmd.args([
@@ -118,6 +119,7 @@ fn claude(
         "--model",
         "claude-sonnet-4-5",
     ])
+    .args(extra)
     .current_dir(work)
     .env_clear()
     .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -189,7 +191,7 @@ fn a_claude_code_write_puts_the_guideline_into_its_next_request_once_per_session
             json!({"file_path": jobs.display().to_string(), "old_string": "start()", "new_string": "begin()"}),
         ),
     ]);
-    let out = claude(&home, &work, &mock, &sidecar.socket, "add the jobs");
+    let out = claude(&home, &work, &mock, &sidecar.socket, "add the jobs", &[]);
     assert!(
         out.status.success(),
         "{}{}",
@@ -223,7 +225,7 @@ fn a_claude_code_write_puts_the_guideline_into_its_next_request_once_per_session
         "Write",
         json!({"file_path": work.join("src/main/kotlin/More.kt").display().to_string(), "content": kotlin}),
     )]);
-    let out = claude(&home, &work, &mock2, &sidecar.socket, "one more");
+    let out = claude(&home, &work, &mock2, &sidecar.socket, "one more", &[]);
     assert!(
         out.status.success(),
         "{}",
@@ -240,6 +242,7 @@ fn a_claude_code_write_puts_the_guideline_into_its_next_request_once_per_session
         &mock3,
         &dir.path().join("none.sock"),
         "the last",
+        &[],
     );
     assert!(
         out.status.success(),
@@ -248,4 +251,81 @@ fn a_claude_code_write_puts_the_guideline_into_its_next_request_once_per_session
     );
     assert!(work.join("src/main/kotlin/Last.kt").exists());
     assert_eq!(shown(&mock3.turns()[1]), 0);
+}
+
+/// The breaker inside Claude Code: three failing runs of the real `ruff` through its Bash tool
+/// (each one a `PostToolUseFailure`) halt the session, and the `Write` the model asks for next
+/// is denied by our `PreToolUse` hook: the file is not created.
+#[test]
+fn failing_ruff_runs_in_claude_code_halt_the_session_and_its_next_write_is_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
+    enable_hooks(&sidecar);
+    let work = dir.path().join("api");
+    git_repo(&work, Some("git@github.com:acme/api.git"));
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    std::fs::write(work.join("src/app.py"), "import os\n").unwrap();
+    let home = dir.path().join("user");
+    std::fs::create_dir_all(&home).unwrap();
+    let shim = shim_exe();
+    let mut install = Command::new(guidebook_exe());
+    install.env_clear().env("HOME", &home).args([
+        "hooks",
+        "install",
+        "--claude",
+        "--hook-command",
+        shim.to_str().unwrap(),
+    ]);
+    let out = run_bounded(install, b"", "guidebook hooks install --claude");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    const SESSION: &str = "5f0c2d1e-7a3b-4c8d-9e1f-2a3b4c5d6e7f";
+    let ruff = ruff_exe();
+    let lint = format!("{} check --no-cache src", ruff.display());
+    let new_file = work.join("src/new.py");
+    let run = || ("Bash", json!({"command": lint, "description": "lint"}));
+    let mock = MockMessages::start(vec![
+        run(),
+        run(),
+        run(),
+        (
+            "Write",
+            json!({"file_path": new_file.display().to_string(), "content": "x = 1\n"}),
+        ),
+    ]);
+    let allowed = format!("Bash({}:*)", ruff.display());
+    let out = claude(
+        &home,
+        &work,
+        &mock,
+        &sidecar.socket,
+        "lint and fix",
+        &["--allowedTools", &allowed, "--session-id", SESSION],
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = sidecar.result("breakerStatus", json!({"sessionId": SESSION}));
+    assert_eq!(status["state"], "halt", "{status} {said}");
+    let app = work.join("src/app.py");
+    assert_eq!(status["trippedBy"]["code"], "F401", "{status}");
+    assert_eq!(
+        status["trippedBy"]["file"],
+        app.display().to_string(),
+        "{status}"
+    );
+    assert!(!new_file.exists(), "the Write was denied: {said}");
+    let last = mock.turns().last().cloned().unwrap();
+    assert!(
+        last["messages"]
+            .to_string()
+            .contains("Circuit breaker: ruff F401"),
+        "the model is told why its Write was refused: {said}"
+    );
 }

@@ -211,6 +211,7 @@ pub fn run_shim_with_args(args: &[&OsStr], stdin: &str, envs: &[(&str, &OsStr)])
     match event.as_ref().and_then(|e| e["hook_event_name"].as_str()) {
         Some("PreToolUse") => assert_valid_pre_tool_use_output(&run.stdout),
         Some("BeforeTool" | "AfterTool" | "PreCompress") => assert_valid_gemini_output(&run.stdout),
+        Some("PostToolUseFailure") => assert_valid_claude_failure_output(&run.stdout),
         _ => assert_valid_hook_output(&run.stdout),
     }
     run
@@ -224,6 +225,17 @@ pub fn assert_valid_gemini_output(stdout: &str) {
         stdout,
         &VALIDATOR,
         "gemini-hook-schemas/hook-output.schema.json",
+    );
+}
+
+/// Like [`assert_valid_hook_output`], against what Claude Code reads from a `PostToolUseFailure`
+/// hook (an event Codex does not have).
+pub fn assert_valid_claude_failure_output(stdout: &str) {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    assert_valid_output(
+        stdout,
+        &VALIDATOR,
+        "claude-hook-schemas/post-tool-use-failure.output.schema.json",
     );
 }
 
@@ -844,4 +856,13 @@ pub fn apply_patch_response(summary: &[&str]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Turns the `hooks_enabled` flag on in the sidecar's flags file (the circuit breaker's switch).
+pub fn enable_hooks(sidecar: &Sidecar) {
+    std::fs::write(
+        sidecar.home.join("feature_flags.json"),
+        r#"{"flags": {"hooks_enabled": {"enabled": true}}}"#,
+    )
+    .unwrap();
 }

@@ -234,14 +234,6 @@ fn hook_returns_byte_for_byte_what_the_shim_prints_for_an_apply_patch_edit() {
 }
 
 /// Turns `hooks_enabled` on for every session of this sidecar.
-fn enable_hooks(sidecar: &Sidecar) {
-    std::fs::write(
-        sidecar.home.join("feature_flags.json"),
-        r#"{"flags": {"hooks_enabled": {"enabled": true}}}"#,
-    )
-    .unwrap();
-}
-
 #[test]
 fn hook_returns_the_shims_breaker_halt_and_pre_tool_use_deny() {
     let sidecar = Sidecar::start_default();

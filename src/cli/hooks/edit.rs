@@ -267,6 +267,18 @@ mod tests {
         ]
       }
     ],
+    "PostToolUseFailure": [
+      {
+        "matcher": "Bash",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "guidebook-hook",
+            "timeout": 5
+          }
+        ]
+      }
+    ],
     "SessionStart": [
       {
         "matcher": "compact|clear",
@@ -429,7 +441,7 @@ mod tests {
         assert_eq!(install(&mcp, Host::Claude, &Wiring::Mcp).unwrap(), mcp);
         let command = install(&mcp, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
         assert!(!command.contains("\"guidebook\""), "{command}");
-        assert_eq!(installed(&command, Host::Claude).unwrap().len(), 3);
+        assert_eq!(installed(&command, Host::Claude).unwrap().len(), 4);
         assert_eq!(
             installed(&mcp, Host::Claude).unwrap()[1].1,
             ["mcp_tool guidebook/hook", "mcp_tool guidebook/hook"]

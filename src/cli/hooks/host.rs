@@ -66,9 +66,12 @@ impl Host {
                 ("PostCompact", None),
                 ("SessionStart", Some("^(compact|clear)$")),
             ],
+            // A Bash command that exits non-zero (a failing ruff or pyright run) is a
+            // `PostToolUseFailure` in Claude Code, not a `PostToolUse`: the breaker needs both.
             Host::Claude => &[
                 ("PreToolUse", Some("Edit|Write|MultiEdit")),
                 ("PostToolUse", Some("Edit|Write|MultiEdit|Bash")),
+                ("PostToolUseFailure", Some("Bash")),
                 ("SessionStart", Some("compact|clear")),
             ],
             // Gemini CLI matches tool events by regex on its own tool names. `SessionStart` (no
@@ -117,6 +120,7 @@ impl Host {
                         (Some("Bash"), CLAUDE_BASH),
                     ],
                 ),
+                ("PostToolUseFailure", &[(Some("Bash"), CLAUDE_BASH_FAILURE)]),
                 ("SessionStart", &[(Some("compact|clear"), SESSION_START)]),
             ],
             // Gemini CLI runs command hooks only.
@@ -257,6 +261,19 @@ const CLAUDE_EDIT: &[(&str, Template)] = &[
     ),
     ("cwd", Template::Field("${cwd}")),
 ];
+/// A failed Bash call carries its output as `error`, and no `tool_response`.
+const CLAUDE_BASH_FAILURE: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    (
+        "tool_input",
+        Template::Object(&[("command", "${tool_input.command}")]),
+    ),
+    ("error", Template::Field("${error}")),
+    ("cwd", Template::Field("${cwd}")),
+];
+
 const CLAUDE_BASH: &[(&str, Template)] = &[
     ("session_id", Template::Field("${session_id}")),
     ("hook_event_name", Template::Field("${hook_event_name}")),
