@@ -347,6 +347,23 @@ mod tests {
         );
     }
 
+    /// Gemini CLI 0.61 wraps the shell tool's text in `<untrusted_context>` (captured from it,
+    /// with ruff 0.17's default full format).
+    #[test]
+    fn gemini_wrapped_shell_output_reaches_the_breaker() {
+        let event: Value = serde_json::from_str(include_str!(
+            "../tests/fixtures/hooks/gemini_0_61_after_tool_run_shell_command_ruff_full.json"
+        ))
+        .unwrap();
+        assert_eq!(
+            plan_breaker(&event),
+            Some(BreakerAction::Record {
+                session_id: "cc77ffc7-edeb-4eba-9e61-dc3d3bb418c4".into(),
+                errors: vec![d(RUFF, "F401", "/home/dev/api/src/app.py")],
+            })
+        );
+    }
+
     #[test]
     fn request_bodies() {
         let body: Value =

@@ -171,11 +171,7 @@ fn read_gemini(event: &Value) -> Option<HookEvent> {
             .get("tool_response")
             .and_then(|r| r.get("llmContent"))
             .and_then(gemini_text)
-            // The shell tool writes `Output: ...` then `Exit Code: N` lines.
-            .map(|text| match text.strip_prefix("Output: ") {
-                Some(rest) => rest.to_owned(),
-                None => text,
-            });
+            .map(|text| shell_output(&text).to_owned());
         ToolCall {
             name: tool.to_owned(),
             input: tool_input,
@@ -189,6 +185,19 @@ fn read_gemini(event: &Value) -> Option<HookEvent> {
         cwd: str_field(event, "cwd").map(str::to_owned),
         tool,
     })
+}
+
+/// What Gemini's shell tool printed, from its `llmContent`: `Output: ...` then `Exit Code: N`
+/// lines, which Gemini CLI 0.61 wraps in `<untrusted_context>` tags (seen in its hook input).
+fn shell_output(text: &str) -> &str {
+    let text = text
+        .strip_prefix("<untrusted_context>")
+        .map(|rest| {
+            let rest = rest.strip_prefix('\n').unwrap_or(rest);
+            rest.strip_suffix("</untrusted_context>").unwrap_or(rest)
+        })
+        .unwrap_or(text);
+    text.strip_prefix("Output: ").unwrap_or(text)
 }
 
 /// Gemini's `llmContent`: a string, a part `{text}`, or a list of them.

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::agents::{npm_cli, MockServer, GEMINI_CLI};
+use crate::agents::{npm_cli, ruff_exe, MockServer, GEMINI_CLI};
 use crate::harness::*;
 
 /// The Gemini API as Gemini CLI streams it (`streamGenerateContent?alt=sse`): each agent turn
@@ -206,4 +206,83 @@ fn a_gemini_cli_write_puts_the_guideline_into_its_next_request_once_per_session(
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!printed.contains("guidebook-hook"), "{printed}");
+}
+
+/// The breaker inside Gemini CLI: three failing runs of the real `ruff` through its
+/// `run_shell_command` (whose output Gemini CLI 0.61 wraps in `<untrusted_context>`) halt the
+/// session; Gemini honours `continue: false` from `AfterTool`: the agent stops at once, tells
+/// the user why, and the write the model would have asked for next never happens.
+#[test]
+fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
+    enable_hooks(&sidecar);
+    let work = dir.path().join("api");
+    git_repo(&work, Some("git@github.com:acme/api.git"));
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    std::fs::write(work.join("src/app.py"), "import os\n").unwrap();
+    let home = dir.path().join("user");
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n",
+    )
+    .unwrap();
+    let shim = shim_exe();
+    let mut install = Command::new(guidebook_exe());
+    install.env_clear().env("HOME", &home).args([
+        "hooks",
+        "install",
+        "--gemini",
+        "--hook-command",
+        shim.to_str().unwrap(),
+    ]);
+    let out = run_bounded(install, b"", "guidebook hooks install --gemini");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let lint = format!("{} check --no-cache src", ruff_exe().display());
+    let run = || {
+        (
+            "run_shell_command",
+            json!({"command": lint, "description": "lint"}),
+        )
+    };
+    let new_file = work.join("src/new.py");
+    let mock = MockGemini::start(vec![
+        run(),
+        run(),
+        run(),
+        (
+            "write_file",
+            json!({"file_path": new_file.display().to_string(), "content": "x = 1\n"}),
+        ),
+    ]);
+    let out = gemini(&home, &work, &mock, &sidecar.socket, "lint and fix");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    // The third run's AfterTool stopped the agent: no request after it, no write.
+    let app = work.join("src/app.py");
+    let stopped = format!(
+        "Agent execution stopped: Circuit breaker: ruff F401 in {} failed 3 check runs in a row.",
+        app.display()
+    );
+    assert!(said.contains(&stopped), "{said}");
+    assert_eq!(mock.turns().len(), 3, "three runs, then nothing: {said}");
+    assert!(!new_file.exists(), "{said}");
+    let session = said
+        .split("--session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the reason names the session: {said}"));
+    let status = sidecar.result("breakerStatus", json!({"sessionId": session}));
+    assert_eq!(status["state"], "halt", "{status}");
+    assert_eq!(status["totalErrors"], 3, "{status}");
 }
