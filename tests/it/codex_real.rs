@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agents::{npm_cli, sse, MockServer, CODEX};
+use crate::agents::{npm_cli, ruff_exe, sse, MockServer, CODEX};
 use crate::harness::*;
 
 fn codex_binary() -> PathBuf {
@@ -367,4 +367,72 @@ fn a_codex_edit_puts_the_guideline_into_its_next_request_once_per_session() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(shown(&mock4.requests()[1]), 0, "untrusted hooks never run");
+}
+
+/// The breaker inside Codex: three failing runs of the real `ruff` through its `exec_command`
+/// tool halt the session. Codex answers `continue: false` from `PostToolUse` by handing the
+/// model the stop reason in place of the third run's output (it does not end the turn), and the
+/// `apply_patch` the model asks for next is blocked by our `PreToolUse` deny: no file written.
+#[test]
+fn failing_ruff_runs_in_codex_halt_the_session_and_its_next_patch_is_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
+    enable_hooks(&sidecar);
+    let work = dir.path().join("api");
+    git_repo(&work, Some("git@github.com:acme/api.git"));
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    std::fs::write(work.join("src/app.py"), "import os\n").unwrap();
+    let lint = format!("{} check --no-cache src", ruff_exe().display());
+    let run = |id: &str| {
+        serde_json::json!({"type": "function_call", "id": format!("fc_{id}"),
+            "call_id": format!("call_{id}"), "name": "exec_command",
+            "arguments": serde_json::json!({"cmd": lint}).to_string(), "status": "completed"})
+    };
+    let mock = MockResponses::start(vec![
+        run("1"),
+        run("2"),
+        run("3"),
+        apply_patch_call("4", &add_file("src/new.py", "x = 1\n")),
+    ]);
+    let home = dir.path().join("user");
+    codex_user(&home, &mock, true);
+    let out = codex_exec(&home, &work, &sidecar.socket, "lint and fix");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+
+    let outputs: Vec<Value> = mock.requests().last().unwrap()["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| {
+            item["type"]
+                .as_str()
+                .is_some_and(|t| t.ends_with("_call_output"))
+        })
+        .cloned()
+        .collect();
+    assert_eq!(outputs.len(), 4, "three runs and the patch: {said}");
+    assert!(
+        outputs[0]["output"].as_str().unwrap().contains("F401"),
+        "the real ruff ran and failed: {}",
+        outputs[0]
+    );
+    let reason = outputs[2]["output"].as_str().unwrap();
+    let app = work.join("src/app.py");
+    assert!(
+        reason.starts_with(&format!(
+            "Circuit breaker: ruff F401 in {} failed 3 check runs in a row.",
+            app.display()
+        )),
+        "the stop reason replaced the third run's output: {reason}"
+    );
+    assert!(
+        outputs[3]["output"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Command blocked by PreToolUse hook: {reason}")),
+        "{}",
+        outputs[3]
+    );
+    assert!(!work.join("src/new.py").exists(), "the patch was denied");
 }
