@@ -329,3 +329,62 @@ fn failing_ruff_runs_in_claude_code_halt_the_session_and_its_next_write_is_denie
         "the model is told why its Write was refused: {said}"
     );
 }
+
+/// The `mcp_tool` wiring: `hooks install --claude --mcp` registers `guidebook mcp` in
+/// `~/.claude.json` and points the hooks at its `hook` tool; a `Write` puts the guideline into
+/// the next request, as with the command wiring.
+#[test]
+fn the_mcp_tool_wiring_puts_the_guideline_into_the_next_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("guidebook");
+    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
+    let sidecar = Sidecar::start(&root);
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let home = dir.path().join("user");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut install = Command::new(guidebook_exe());
+    install
+        .env_clear()
+        .env("HOME", &home)
+        .env("ADAPTIVE_GUIDEBOOK_SOCKET", &sidecar.socket)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+        .args(["hooks", "install", "--claude", "--mcp"]);
+    let out = run_bounded(install, b"", "guidebook hooks install --claude --mcp");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let jobs = work.join("src/main/kotlin/Jobs.kt");
+    let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
+    let mock = MockMessages::start(vec![(
+        "Write",
+        json!({"file_path": jobs.display().to_string(), "content": kotlin}),
+    )]);
+    // The hooks reach the sidecar through the MCP server's own env, not through ours.
+    let out = claude(
+        &home,
+        &work,
+        &mock,
+        &dir.path().join("none.sock"),
+        "add the jobs",
+        &[],
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert_eq!(std::fs::read_to_string(&jobs).unwrap(), kotlin);
+    let turns = mock.turns();
+    assert_eq!(turns.len(), 2, "write, done: {said}");
+    assert_eq!(shown(&turns[0]), 0);
+    assert_eq!(
+        shown(&turns[1]),
+        1,
+        "the request after the Write carries the guideline: {said}"
+    );
+}

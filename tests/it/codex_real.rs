@@ -436,3 +436,69 @@ fn failing_ruff_runs_in_codex_halt_the_session_and_its_next_patch_is_denied() {
     );
     assert!(!work.join("src/new.py").exists(), "the patch was denied");
 }
+
+/// The `mcp_tool` wiring in the real Codex: `hooks install --codex --mcp --trust` registers
+/// `guidebook mcp` (carrying the installer's sidecar settings: Codex filters an MCP server's
+/// environment) and trusts its handlers with the hash Codex computes for `mcp_tool` hooks, so
+/// that `codex exec` runs them without a bypass flag and the guideline reaches the next request.
+#[test]
+fn the_mcp_tool_wiring_is_trusted_and_puts_the_guideline_into_the_next_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("guidebook");
+    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
+    let sidecar = Sidecar::start(&root);
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
+    let mock = MockResponses::start(vec![apply_patch_call(
+        "1",
+        &add_file("src/main/kotlin/Jobs.kt", kotlin),
+    )]);
+    let home = dir.path().join("user");
+    codex_user(&home, &mock, false);
+    let mut cmd = Command::new(guidebook_exe());
+    cmd.env_clear()
+        .env("HOME", &home)
+        .env("ADAPTIVE_GUIDEBOOK_SOCKET", &sidecar.socket)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+        .args(["hooks", "install", "--codex", "--mcp", "--trust"]);
+    let out = run_bounded(cmd, b"", "guidebook hooks install --codex --mcp --trust");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hooks = hooks_list(&home.join(".codex"), &work);
+    assert!(
+        hooks
+            .iter()
+            .all(|h| h["handlerType"] == "mcpTool" && h["trustStatus"] == "trusted"),
+        "{hooks:?}"
+    );
+
+    // The agent's own env points nowhere: the hooks reach the sidecar through the MCP server.
+    let out = codex_exec(&home, &work, &dir.path().join("none.sock"), "add the jobs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("src/main/kotlin/Jobs.kt")).unwrap(),
+        kotlin
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "patch, message");
+    let shown = |request: &Value| {
+        developer_texts(request)
+            .iter()
+            .filter(|t| t.contains("[kotlin-no-globalscope]"))
+            .count()
+    };
+    assert_eq!(shown(&requests[0]), 0);
+    assert_eq!(
+        shown(&requests[1]),
+        1,
+        "the next request carries the guideline"
+    );
+}

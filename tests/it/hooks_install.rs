@@ -354,9 +354,22 @@ fn codex_trust_records_follow_our_hooks_in_and_out_and_leave_the_users_own() {
     // Again: nothing changes.
     assert!(install(&["--trust"]).status.success());
     assert_eq!(std::fs::read_to_string(&config).unwrap(), trusted);
-    // `--trust` goes with the command wiring only.
-    let out = install(&["--trust", "--mcp"]);
-    assert!(!out.status.success());
+    // With the `mcp_tool` wiring, the same keys get the hashes of the new handlers.
+    let out = guidebook(
+        home.path(),
+        &["hooks", "install", "--codex", "--mcp", "--trust"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mcp_trusted = std::fs::read_to_string(&config).unwrap();
+    assert_eq!(mcp_trusted.matches("trusted_hash = \"sha256:").count(), 5);
+    assert_ne!(mcp_trusted, trusted, "new hashes for new handlers");
+    assert!(
+        mcp_trusted.contains(&format!(
+            "[hooks.state.\"{}:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:02ba38f7",
+            hooks_json.display()
+        )),
+        "{mcp_trusted}"
+    );
     // Uninstall takes our records away, and only ours.
     let out = guidebook(home.path(), &["hooks", "uninstall", "--codex"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -7,8 +7,9 @@
 //!
 //! - KEY is `<absolute path of hooks.json>:<event in snake_case>:<group index>:<handler index>`;
 //! - HASH is `sha256:` and the hex SHA-256 of the canonical JSON (keys sorted, compact) of
-//!   `{event_name, matcher, hooks: [{type: "command", command, timeout, async: false}]}`, the
-//!   matcher left out when the group has none and the timeout defaulting to 600 seconds.
+//!   `{event_name, matcher, hooks: [{type: "command", command, timeout, async: false}]}` (an
+//!   `mcp_tool` handler: `{type: "mcp_tool", server, tool, input, timeout}`), the matcher left
+//!   out when the group has none and the timeout defaulting to 600 seconds.
 //!
 //! A test checks these against what the real Codex reports (`codex app-server`, `hooks/list`).
 //! Pure: text in, text out.
@@ -18,7 +19,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::host::{is_our_command, Host};
+use super::host::{is_our_command, is_our_mcp_tool, Host};
 use super::json_tree::{syntax_error, EditError};
 
 /// One handler of ours in a Codex `hooks.json`, with the trust record Codex wants for it.
@@ -30,9 +31,33 @@ pub struct OurHandler {
 
 /// The hash Codex gives a command handler of `event` (snake_case) under `matcher`.
 pub fn trusted_hash(event: &str, matcher: Option<&str>, command: &str, timeout: u64) -> String {
+    handler_hash(
+        event,
+        matcher,
+        json!({"type": "command", "command": command, "timeout": timeout, "async": false}),
+    )
+}
+
+/// The hash Codex gives an `mcp_tool` handler: its identity is `{type: "mcp_tool", server,
+/// tool, input, timeout}` (no `async`), as the real Codex 0.169.0's `hooks/list` reports it.
+pub fn mcp_tool_hash(event: &str, matcher: Option<&str>, handler: &Value, timeout: u64) -> String {
+    let mut identity = json!({
+        "type": "mcp_tool",
+        "server": handler["server"],
+        "tool": handler["tool"],
+        "timeout": timeout,
+    });
+    if let Some(input) = handler.get("input") {
+        identity["input"] = input.clone();
+    }
+    handler_hash(event, matcher, identity)
+}
+
+/// SHA-256 of the canonical JSON of `{event_name, matcher?, hooks: [handler]}`.
+fn handler_hash(event: &str, matcher: Option<&str>, handler: Value) -> String {
     let mut identity = json!({
         "event_name": event,
-        "hooks": [{"type": "command", "command": command, "timeout": timeout, "async": false}],
+        "hooks": [handler],
     });
     if let Some(matcher) = matcher {
         identity["matcher"] = Value::from(matcher);
@@ -79,17 +104,20 @@ pub fn our_handlers(path: &Path, text: &str) -> Result<Vec<OurHandler>, EditErro
             let matcher = group["matcher"].as_str();
             let handlers = group["hooks"].as_array().cloned().unwrap_or_default();
             for (h, handler) in handlers.iter().enumerate() {
-                let Some(command) = handler["command"].as_str() else {
-                    continue;
-                };
-                if handler["type"] != "command" || !is_our_command(command) {
-                    continue;
-                }
                 let timeout = handler["timeout"].as_u64().unwrap_or(600).max(1);
                 let event = snake_case(event);
+                let hash = match handler["command"].as_str() {
+                    Some(command) if handler["type"] == "command" && is_our_command(command) => {
+                        trusted_hash(&event, matcher, command, timeout)
+                    }
+                    _ if is_our_mcp_tool(handler) => {
+                        mcp_tool_hash(&event, matcher, handler, timeout)
+                    }
+                    _ => continue,
+                };
                 ours.push(OurHandler {
                     key: format!("{}:{event}:{g}:{h}", path.display()),
-                    hash: trusted_hash(&event, matcher, command, timeout),
+                    hash,
                 });
             }
         }
@@ -228,6 +256,37 @@ mod tests {
             );
         }
         assert_eq!(snake_case("SessionStart"), "session_start");
+    }
+
+    /// The `currentHash` the real Codex 0.169.0's `hooks/list` reported for the handlers of
+    /// `hooks install --codex --mcp`.
+    #[test]
+    fn mcp_tool_hashes_are_the_ones_codex_computes() {
+        let text =
+            super::super::edit::install("", Host::Codex, &super::super::host::Wiring::Mcp).unwrap();
+        let ours = our_handlers(Path::new("/h/hooks.json"), &text).unwrap();
+        let found: Vec<(&str, &str)> = ours
+            .iter()
+            .map(|o| (o.key.as_str(), o.hash.as_str()))
+            .collect();
+        assert_eq!(
+            found[..3],
+            [
+                (
+                    "/h/hooks.json:pre_tool_use:0:0",
+                    "sha256:02ba38f7dca330c3f35d0974562e7bf8d417345e5edc5997c7c380de469928fb"
+                ),
+                (
+                    "/h/hooks.json:post_tool_use:0:0",
+                    "sha256:93b73d821ffb9ca24b9e3742c767a409baec2a5b571118715b063cc6461c9e3b"
+                ),
+                (
+                    "/h/hooks.json:post_compact:0:0",
+                    "sha256:87f07585c9a747958e96c7bf0e1de181164a160fc8505e282f4d1b7d5707c268"
+                ),
+            ]
+        );
+        assert_eq!(ours.len(), 4, "and SessionStart");
     }
 
     #[test]

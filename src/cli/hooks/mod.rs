@@ -47,8 +47,8 @@ pub enum HooksCommand {
         #[arg(long)]
         mcp: bool,
         /// Codex: also write Codex's trust records for exactly these hooks into its config.toml,
-        /// so that it runs them without a review in /hooks (the command wiring only).
-        #[arg(long, conflicts_with = "mcp")]
+        /// so that it runs them without a review in /hooks (either wiring).
+        #[arg(long)]
         trust: bool,
     },
     /// Remove every guidebook-hook entry from the agents' hook configuration.
@@ -313,7 +313,7 @@ fn codex_trust_step(
                 false,
             )
         }
-        Some(Wiring::Command(_)) if trust => {
+        Some(_) if trust => {
             let text = if print {
                 // Nothing was written: the records are for the file as it would be.
                 install(before, Host::Codex, wiring.as_ref().expect("installing")).map_err(
