@@ -258,6 +258,16 @@ fn a_claude_code_write_puts_the_guideline_into_its_next_request_once_per_session
 /// is denied by our `PreToolUse` hook: the file is not created.
 #[test]
 fn failing_ruff_runs_in_claude_code_halt_the_session_and_its_next_write_is_denied() {
+    breaker_scenario(false);
+}
+
+/// The same through the `mcp_tool` wiring.
+#[test]
+fn failing_ruff_runs_halt_the_session_through_the_mcp_tool_wiring_too() {
+    breaker_scenario(true);
+}
+
+fn breaker_scenario(mcp: bool) {
     let dir = tempfile::tempdir().unwrap();
     let sidecar = Sidecar::start(&dir.path().join("guidebook"));
     enable_hooks(&sidecar);
@@ -267,21 +277,7 @@ fn failing_ruff_runs_in_claude_code_halt_the_session_and_its_next_write_is_denie
     std::fs::write(work.join("src/app.py"), "import os\n").unwrap();
     let home = dir.path().join("user");
     std::fs::create_dir_all(&home).unwrap();
-    let shim = shim_exe();
-    let mut install = Command::new(guidebook_exe());
-    install.env_clear().env("HOME", &home).args([
-        "hooks",
-        "install",
-        "--claude",
-        "--hook-command",
-        shim.to_str().unwrap(),
-    ]);
-    let out = run_bounded(install, b"", "guidebook hooks install --claude");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let agent_socket = install_hooks(&home, &sidecar, mcp);
 
     const SESSION: &str = "5f0c2d1e-7a3b-4c8d-9e1f-2a3b4c5d6e7f";
     let ruff = ruff_exe();
@@ -302,7 +298,7 @@ fn failing_ruff_runs_in_claude_code_halt_the_session_and_its_next_write_is_denie
         &home,
         &work,
         &mock,
-        &sidecar.socket,
+        &agent_socket,
         "lint and fix",
         &["--allowedTools", &allowed, "--session-id", SESSION],
     );
@@ -331,8 +327,10 @@ fn failing_ruff_runs_in_claude_code_halt_the_session_and_its_next_write_is_denie
 }
 
 /// The `mcp_tool` wiring: `hooks install --claude --mcp` registers `guidebook mcp` in
-/// `~/.claude.json` and points the hooks at its `hook` tool; a `Write` puts the guideline into
-/// the next request, as with the command wiring.
+/// `~/.claude.json` and points the hooks at its `hook` tool; the same scenarios as the command
+/// wiring: the `Write` puts the guideline into the next request, the `Edit` does not repeat it,
+/// a new session shows it again, and no sidecar behind the MCP server leaves the task untouched
+/// with no hook error anywhere.
 #[test]
 fn the_mcp_tool_wiring_puts_the_guideline_into_the_next_request() {
     let dir = tempfile::tempdir().unwrap();
@@ -343,48 +341,105 @@ fn the_mcp_tool_wiring_puts_the_guideline_into_the_next_request() {
     git_repo(&work, Some("git@github.com:acme/orders.git"));
     let home = dir.path().join("user");
     std::fs::create_dir_all(&home).unwrap();
-    let mut install = Command::new(guidebook_exe());
-    install
-        .env_clear()
-        .env("HOME", &home)
-        .env("ADAPTIVE_GUIDEBOOK_SOCKET", &sidecar.socket)
-        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
-        .args(["hooks", "install", "--claude", "--mcp"]);
-    let out = run_bounded(install, b"", "guidebook hooks install --claude --mcp");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The hooks reach the sidecar through the MCP server's own env, not through the agent's.
+    let agent_socket = install_hooks(&home, &sidecar, true);
 
     let jobs = work.join("src/main/kotlin/Jobs.kt");
     let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
-    let mock = MockMessages::start(vec![(
-        "Write",
-        json!({"file_path": jobs.display().to_string(), "content": kotlin}),
-    )]);
-    // The hooks reach the sidecar through the MCP server's own env, not through ours.
-    let out = claude(
-        &home,
-        &work,
-        &mock,
-        &dir.path().join("none.sock"),
-        "add the jobs",
-        &[],
-    );
+    let mock = MockMessages::start(vec![
+        (
+            "Write",
+            json!({"file_path": jobs.display().to_string(), "content": kotlin}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": jobs.display().to_string(), "old_string": "start()", "new_string": "begin()"}),
+        ),
+    ]);
+    let out = claude(&home, &work, &mock, &agent_socket, "add the jobs", &[]);
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{said}");
-    assert_eq!(std::fs::read_to_string(&jobs).unwrap(), kotlin);
-    let turns = mock.turns();
-    assert_eq!(turns.len(), 2, "write, done: {said}");
-    assert_eq!(shown(&turns[0]), 0);
     assert_eq!(
-        shown(&turns[1]),
-        1,
-        "the request after the Write carries the guideline: {said}"
+        std::fs::read_to_string(&jobs).unwrap(),
+        kotlin.replace("start()", "begin()")
     );
+    let turns = mock.turns();
+    assert_eq!(turns.len(), 3, "write, edit, done: {said}");
+    assert_eq!(shown(&turns[0]), 0);
+    assert_eq!(shown(&turns[1]), 1, "after the Write: {said}");
+    assert_eq!(shown(&turns[2]), 1, "the Edit does not repeat it");
+
+    // A new session shows it again.
+    let more = work.join("src/main/kotlin/More.kt");
+    let mock2 = MockMessages::start(vec![(
+        "Write",
+        json!({"file_path": more.display().to_string(), "content": kotlin}),
+    )]);
+    let out = claude(&home, &work, &mock2, &agent_socket, "one more", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shown(&mock2.turns()[1]), 1);
+
+    // No sidecar behind the MCP server (autostart off): the task completes, nothing is added,
+    // and no hook error reaches the user.
+    let lonely = dir.path().join("lonely");
+    std::fs::create_dir_all(&lonely).unwrap();
+    let nobody = Sidecar::start(&dir.path().join("other-guidebook"));
+    let dead_socket = install_hooks(&lonely, &nobody, true);
+    drop(nobody);
+    let last = work.join("src/main/kotlin/Last.kt");
+    let mock3 = MockMessages::start(vec![(
+        "Write",
+        json!({"file_path": last.display().to_string(), "content": kotlin}),
+    )]);
+    let out = claude(&lonely, &work, &mock3, &dead_socket, "the last", &[]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(last.exists(), "{said}");
+    let next = mock3.turns()[1]["messages"].to_string();
+    assert_eq!(shown(&mock3.turns()[1]), 0);
+    assert!(!next.contains("hook error"), "{next}");
+    assert!(!said.to_lowercase().contains("hook"), "{said}");
+}
+
+/// Installs our hooks for `home`'s Claude Code: the command wiring running the real shim, or
+/// (`mcp`) the `mcp_tool` wiring on `guidebook mcp`, whose server entry carries the sidecar's
+/// socket. Returns the socket the agent's own environment should name: the sidecar's for the
+/// command wiring, a dead one for the `mcp_tool` wiring (which must not depend on it).
+fn install_hooks(home: &Path, sidecar: &Sidecar, mcp: bool) -> std::path::PathBuf {
+    let mut install = Command::new(guidebook_exe());
+    install
+        .env_clear()
+        .env("HOME", home)
+        .args(["hooks", "install", "--claude"]);
+    if mcp {
+        install
+            .env("ADAPTIVE_GUIDEBOOK_SOCKET", &sidecar.socket)
+            .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+            .arg("--mcp");
+    } else {
+        install.arg("--hook-command").arg(shim_exe());
+    }
+    let out = run_bounded(install, b"", "guidebook hooks install --claude");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if mcp {
+        home.join("no-sidecar.sock")
+    } else {
+        sidecar.socket.clone()
+    }
 }

@@ -227,6 +227,26 @@ fn codex_user(home: &Path, mock: &MockResponses, trust: bool) {
     install(home, &args);
 }
 
+/// Like [`codex_user`], with the `mcp_tool` wiring (`install --codex --mcp --trust`) whose MCP
+/// server entry carries `sidecar`'s socket. Returns a socket for the agent's own environment
+/// that leads nowhere: the `mcp_tool` wiring must not depend on it.
+fn codex_mcp_user(home: &Path, mock: &MockResponses, socket: &Path) -> PathBuf {
+    codex_user(home, mock, false);
+    let mut cmd = Command::new(guidebook_exe());
+    cmd.env_clear()
+        .env("HOME", home)
+        .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+        .args(["hooks", "install", "--codex", "--mcp", "--trust"]);
+    let out = run_bounded(cmd, b"", "guidebook hooks install --codex --mcp --trust");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    home.join("no-sidecar.sock")
+}
+
 /// `codex exec` in `work` for `home`'s user, with the hooks finding `socket`.
 fn codex_exec(home: &Path, work: &Path, socket: &Path, prompt: &str) -> std::process::Output {
     let mut cmd = Command::new(codex_binary());
@@ -375,6 +395,16 @@ fn a_codex_edit_puts_the_guideline_into_its_next_request_once_per_session() {
 /// `apply_patch` the model asks for next is blocked by our `PreToolUse` deny: no file written.
 #[test]
 fn failing_ruff_runs_in_codex_halt_the_session_and_its_next_patch_is_denied() {
+    breaker_scenario(false);
+}
+
+/// The same through the `mcp_tool` wiring.
+#[test]
+fn failing_ruff_runs_halt_the_session_through_the_mcp_tool_wiring_too() {
+    breaker_scenario(true);
+}
+
+fn breaker_scenario(mcp: bool) {
     let dir = tempfile::tempdir().unwrap();
     let sidecar = Sidecar::start(&dir.path().join("guidebook"));
     enable_hooks(&sidecar);
@@ -395,8 +425,13 @@ fn failing_ruff_runs_in_codex_halt_the_session_and_its_next_patch_is_denied() {
         apply_patch_call("4", &add_file("src/new.py", "x = 1\n")),
     ]);
     let home = dir.path().join("user");
-    codex_user(&home, &mock, true);
-    let out = codex_exec(&home, &work, &sidecar.socket, "lint and fix");
+    let agent_socket = if mcp {
+        codex_mcp_user(&home, &mock, &sidecar.socket)
+    } else {
+        codex_user(&home, &mock, true);
+        sidecar.socket.clone()
+    };
+    let out = codex_exec(&home, &work, &agent_socket, "lint and fix");
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{said}");
 
@@ -440,7 +475,9 @@ fn failing_ruff_runs_in_codex_halt_the_session_and_its_next_patch_is_denied() {
 /// The `mcp_tool` wiring in the real Codex: `hooks install --codex --mcp --trust` registers
 /// `guidebook mcp` (carrying the installer's sidecar settings: Codex filters an MCP server's
 /// environment) and trusts its handlers with the hash Codex computes for `mcp_tool` hooks, so
-/// that `codex exec` runs them without a bypass flag and the guideline reaches the next request.
+/// that `codex exec` runs them without a bypass flag and the guideline reaches the next request;
+/// the same scenarios as the command wiring: once per session, again in a new one, and no
+/// sidecar behind the MCP server leaves the task untouched.
 #[test]
 fn the_mcp_tool_wiring_is_trusted_and_puts_the_guideline_into_the_next_request() {
     let dir = tempfile::tempdir().unwrap();
@@ -450,24 +487,12 @@ fn the_mcp_tool_wiring_is_trusted_and_puts_the_guideline_into_the_next_request()
     let work = dir.path().join("orders");
     git_repo(&work, Some("git@github.com:acme/orders.git"));
     let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
-    let mock = MockResponses::start(vec![apply_patch_call(
-        "1",
-        &add_file("src/main/kotlin/Jobs.kt", kotlin),
-    )]);
+    let mock = MockResponses::start(vec![
+        apply_patch_call("1", &add_file("src/main/kotlin/Jobs.kt", kotlin)),
+        apply_patch_call("2", &add_file("src/main/kotlin/More.kt", kotlin)),
+    ]);
     let home = dir.path().join("user");
-    codex_user(&home, &mock, false);
-    let mut cmd = Command::new(guidebook_exe());
-    cmd.env_clear()
-        .env("HOME", &home)
-        .env("ADAPTIVE_GUIDEBOOK_SOCKET", &sidecar.socket)
-        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
-        .args(["hooks", "install", "--codex", "--mcp", "--trust"]);
-    let out = run_bounded(cmd, b"", "guidebook hooks install --codex --mcp --trust");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let agent_socket = codex_mcp_user(&home, &mock, &sidecar.socket);
     let hooks = hooks_list(&home.join(".codex"), &work);
     assert!(
         hooks
@@ -477,7 +502,7 @@ fn the_mcp_tool_wiring_is_trusted_and_puts_the_guideline_into_the_next_request()
     );
 
     // The agent's own env points nowhere: the hooks reach the sidecar through the MCP server.
-    let out = codex_exec(&home, &work, &dir.path().join("none.sock"), "add the jobs");
+    let out = codex_exec(&home, &work, &agent_socket, "add the jobs");
     assert!(
         out.status.success(),
         "{}",
@@ -488,7 +513,7 @@ fn the_mcp_tool_wiring_is_trusted_and_puts_the_guideline_into_the_next_request()
         kotlin
     );
     let requests = mock.requests();
-    assert_eq!(requests.len(), 2, "patch, message");
+    assert_eq!(requests.len(), 3, "patch, patch, message");
     let shown = |request: &Value| {
         developer_texts(request)
             .iter()
@@ -501,4 +526,39 @@ fn the_mcp_tool_wiring_is_trusted_and_puts_the_guideline_into_the_next_request()
         1,
         "the next request carries the guideline"
     );
+    assert_eq!(
+        shown(&requests[2]),
+        1,
+        "a second matching edit does not repeat it"
+    );
+
+    // A new session: shown again.
+    let again = MockResponses::start(vec![apply_patch_call(
+        "4",
+        &add_file("src/main/kotlin/Again.kt", kotlin),
+    )]);
+    let agent_socket = codex_mcp_user(&home, &again, &sidecar.socket);
+    let out = codex_exec(&home, &work, &agent_socket, "once more");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shown(&again.requests()[1]), 1);
+
+    // No sidecar behind the MCP server (autostart off): the task completes, nothing is added.
+    let mock2 = MockResponses::start(vec![apply_patch_call(
+        "3",
+        &add_file("src/main/kotlin/Last.kt", kotlin),
+    )]);
+    let lonely = dir.path().join("lonely");
+    let dead = codex_mcp_user(&lonely, &mock2, &dir.path().join("dead.sock"));
+    let out = codex_exec(&lonely, &work, &dead, "the last");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(work.join("src/main/kotlin/Last.kt").exists());
+    assert_eq!(shown(&mock2.requests()[1]), 0);
 }
