@@ -185,3 +185,24 @@ pub fn sse(events: &[(&str, Value)]) -> String {
         .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
         .collect()
 }
+
+/// A sidecar that has hung: it accepts connections on `path` and never answers. Kept until
+/// dropped.
+pub struct HungSidecar {
+    pub path: PathBuf,
+    _held: Arc<Mutex<Vec<std::os::unix::net::UnixStream>>>,
+}
+
+impl HungSidecar {
+    pub fn bind(path: PathBuf) -> HungSidecar {
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let keep = held.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                keep.lock().unwrap().push(stream);
+            }
+        });
+        HungSidecar { path, _held: held }
+    }
+}

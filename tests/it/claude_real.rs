@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::agents::{npm_cli, ruff_exe, sse, MockServer, CLAUDE_CODE};
+use crate::agents::{npm_cli, ruff_exe, sse, HungSidecar, MockServer, CLAUDE_CODE};
 use crate::harness::*;
 
 /// The Anthropic Messages API as Claude Code streams it: each request that offers tools gets the
@@ -442,4 +442,36 @@ fn install_hooks(home: &Path, sidecar: &Sidecar, mcp: bool) -> std::path::PathBu
     } else {
         sidecar.socket.clone()
     }
+}
+
+/// A sidecar that hangs, with the shim's budget (15 s) beyond the hook's own timeout (5 s):
+/// Claude Code stops waiting for each hook after its timeout and goes on without a word; the
+/// file is written, nothing is added, the user sees nothing.
+#[test]
+fn a_hook_that_times_out_leaves_the_task_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let home = dir.path().join("user");
+    std::fs::create_dir_all(&home).unwrap();
+    install_hooks(&home, &sidecar, false);
+    let hung = HungSidecar::bind(dir.path().join("hung.sock"));
+    let jobs = work.join("src/Jobs.kt");
+    let mock = MockMessages::start(vec![(
+        "Write",
+        json!({"file_path": jobs.display().to_string(), "content": "x\n"}),
+    )]);
+    let out = claude(&home, &work, &mock, &hung.path, "add", &[]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert_eq!(said.trim(), "Done.");
+    assert!(jobs.exists());
+    let next = mock.turns()[1]["messages"].to_string();
+    assert!(!next.contains("hook error"), "{next}");
+    assert!(!next.contains("Adaptive Guidebook"), "{next}");
 }

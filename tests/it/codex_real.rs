@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agents::{npm_cli, ruff_exe, sse, MockServer, CODEX};
+use crate::agents::{npm_cli, ruff_exe, sse, HungSidecar, MockServer, CODEX};
 use crate::harness::*;
 
 fn codex_binary() -> PathBuf {
@@ -561,4 +561,28 @@ fn the_mcp_tool_wiring_is_trusted_and_puts_the_guideline_into_the_next_request()
     );
     assert!(work.join("src/main/kotlin/Last.kt").exists());
     assert_eq!(shown(&mock2.requests()[1]), 0);
+}
+
+/// A sidecar that hangs, with the shim's budget (15 s) beyond the hook's timeout (5 s): Codex
+/// gives up on each hook at its timeout ("hook: PreToolUse Failed" on stderr), applies the
+/// patch and adds nothing to the next request.
+#[test]
+fn a_hook_that_times_out_leaves_the_task_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let mock = MockResponses::start(vec![apply_patch_call("1", &add_file("src/Jobs.kt", "x\n"))]);
+    let home = dir.path().join("user");
+    codex_user(&home, &mock, true);
+    let hung = HungSidecar::bind(dir.path().join("hung.sock"));
+    let out = codex_exec(&home, &work, &hung.path, "add");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("hook: PostToolUse Failed"), "{said}");
+    assert!(work.join("src/Jobs.kt").exists());
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(developer_texts(&requests[1])
+        .iter()
+        .all(|t| !t.contains("Adaptive Guidebook")));
 }

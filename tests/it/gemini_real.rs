@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::agents::{npm_cli, ruff_exe, MockServer, GEMINI_CLI};
+use crate::agents::{npm_cli, ruff_exe, HungSidecar, MockServer, GEMINI_CLI};
 use crate::harness::*;
 
 /// The Gemini API as Gemini CLI streams it (`streamGenerateContent?alt=sse`): each agent turn
@@ -71,6 +71,19 @@ fn gemini(
     socket: &Path,
     prompt: &str,
 ) -> std::process::Output {
+    gemini_with_budget(home, work, mock, socket, prompt, PATIENT_HOOK_TIMEOUT_MS)
+}
+
+/// [`gemini`] with the shim's hook budget (`ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS`) set to
+/// `budget_ms`.
+fn gemini_with_budget(
+    home: &Path,
+    work: &Path,
+    mock: &MockGemini,
+    socket: &Path,
+    prompt: &str,
+    budget_ms: &str,
+) -> std::process::Output {
     let mut cmd = Command::new(npm_cli(GEMINI_CLI));
     cmd.args(["-m", "gemini-2.5-pro", "-p", prompt, "--yolo"])
         .current_dir(work)
@@ -85,10 +98,7 @@ fn gemini(
         .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
         .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
         .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
-        .env(
-            "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
-            PATIENT_HOOK_TIMEOUT_MS,
-        );
+        .env("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", budget_ms);
     run_bounded(cmd, b"", "gemini -p")
 }
 
@@ -285,4 +295,58 @@ fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
     let status = sidecar.result("breakerStatus", json!({"sessionId": session}));
     assert_eq!(status["state"], "halt", "{status}");
     assert_eq!(status["totalErrors"], 3, "{status}");
+}
+
+/// A sidecar that hangs. With the shim's budget (15 s) beyond the hook's timeout (5 s), Gemini
+/// CLI kills each hook at its timeout, completes the task, and warns the user ("Hook timed out
+/// after 5000ms"). With the shim's default budget (2 s, below every timeout `hooks install`
+/// writes) the shim gives up first and answers `{}`: the task completes and the user sees
+/// nothing.
+#[test]
+fn a_hung_sidecar_leaves_the_task_untouched_and_silent_within_the_default_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let home = dir.path().join("user");
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n",
+    )
+    .unwrap();
+    let mut install = Command::new(guidebook_exe());
+    install
+        .env_clear()
+        .env("HOME", &home)
+        .args(["hooks", "install", "--gemini", "--hook-command"])
+        .arg(shim_exe());
+    assert!(
+        run_bounded(install, b"", "guidebook hooks install --gemini")
+            .status
+            .success()
+    );
+    let hung = HungSidecar::bind(dir.path().join("hung.sock"));
+    let run = |file: &str, budget: &str| {
+        let path = work.join(file);
+        let mock = MockGemini::start(vec![(
+            "write_file",
+            json!({"file_path": path.display().to_string(), "content": "x\n"}),
+        )]);
+        let out = gemini_with_budget(&home, &work, &mock, &hung.path, "add", budget);
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{said}");
+        assert!(path.exists(), "{said}");
+        said
+    };
+    let patient = run("src/Slow.kt", PATIENT_HOOK_TIMEOUT_MS);
+    assert!(
+        patient.contains("Hook execution error: Hook timed out after 5000ms"),
+        "{patient}"
+    );
+    let default = run("src/Quick.kt", "2000");
+    assert!(!default.contains("Hook"), "{default}");
 }
