@@ -54,6 +54,8 @@ pub const CONTEXT_HEADER: &str = "Adaptive Guidebook guidelines relevant to the 
 /// - deny → exactly `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
 ///   "permissionDecision":"deny","permissionDecisionReason":REASON}}`; Gemini CLI:
 ///   `{"decision":"deny","reason":REASON}`;
+/// - halt after Claude Code's `PostToolUseFailure`, which ignores `continue` → the same, with
+///   the reason also as that event's `additionalContext`;
 /// - warning → the after-tool `additionalContext` of the search (if any) with the warning as
 ///   one more line;
 /// - nothing → what the search alone would print.
@@ -68,6 +70,14 @@ pub fn render_hook(
         _ => None,
     };
     match verdict {
+        // Claude Code (2.1.328) ignores `continue` after a failed tool: the model is told
+        // instead, in the context it reads next.
+        BreakerVerdict::Halt(reason) if shape.after_tool == "PostToolUseFailure" => {
+            let reason = Value::from(reason.as_str());
+            Some(format!(
+                r#"{{"continue":false,"stopReason":{reason},"hookSpecificOutput":{{"hookEventName":"PostToolUseFailure","additionalContext":{reason}}}}}"#
+            ))
+        }
         BreakerVerdict::Halt(reason) => Some(format!(
             r#"{{"continue":false,"stopReason":{}}}"#,
             Value::from(reason.as_str())

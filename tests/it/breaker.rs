@@ -393,6 +393,11 @@ fn claude_failed_bash_ruff_runs_halt_the_session() {
         reason.starts_with("Circuit breaker: ruff F401 in /home/dev/proj/src/app.py failed 3"),
         "{reason}"
     );
+    // Claude Code ignores `continue` here, so the model is also told in its next context.
+    assert_eq!(
+        third["hookSpecificOutput"],
+        json!({"hookEventName": "PostToolUseFailure", "additionalContext": reason})
+    );
     let denied: Value = serde_json::from_str(&sidecar.hook(&write).stdout).unwrap();
     assert_eq!(denied["hookSpecificOutput"]["permissionDecision"], "deny");
     assert_eq!(

@@ -317,6 +317,16 @@ fn breaker_scenario(mcp: bool) {
         "{status}"
     );
     assert!(!new_file.exists(), "the Write was denied: {said}");
+    // Claude Code ignores `continue: false` after a failed Bash call; the reason reaches the
+    // model in the request right after the third run.
+    let turns = mock.turns();
+    assert!(
+        turns[3]["messages"].to_string().contains(
+            "PostToolUseFailure:Bash hook additional context: Circuit breaker: ruff F401"
+        ),
+        "{}",
+        turns[3]["messages"]
+    );
     let last = mock.turns().last().cloned().unwrap();
     assert!(
         last["messages"]
