@@ -71,7 +71,15 @@ fn gemini(
     socket: &Path,
     prompt: &str,
 ) -> std::process::Output {
-    gemini_with_budget(home, work, mock, socket, prompt, PATIENT_HOOK_TIMEOUT_MS)
+    gemini_with_budget(
+        home,
+        work,
+        mock,
+        socket,
+        prompt,
+        PATIENT_HOOK_TIMEOUT_MS,
+        &[],
+    )
 }
 
 /// [`gemini`] with the shim's hook budget (`ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS`) set to
@@ -83,9 +91,11 @@ fn gemini_with_budget(
     socket: &Path,
     prompt: &str,
     budget_ms: &str,
+    extra: &[&str],
 ) -> std::process::Output {
     let mut cmd = Command::new(npm_cli(GEMINI_CLI));
     cmd.args(["-m", "gemini-2.5-pro", "-p", prompt, "--yolo"])
+        .args(extra)
         .current_dir(work)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -221,7 +231,8 @@ fn a_gemini_cli_write_puts_the_guideline_into_its_next_request_once_per_session(
 /// The breaker inside Gemini CLI: three failing runs of the real `ruff` through its
 /// `run_shell_command` (whose output Gemini CLI 0.61 wraps in `<untrusted_context>`) halt the
 /// session; Gemini honours `continue: false` from `AfterTool`: the agent stops at once, tells
-/// the user why, and the write the model would have asked for next never happens.
+/// the user why, and the write the model would have asked for next never happens. Resumed
+/// (`--resume latest`), the halted session's `write_file` is denied by our `BeforeTool`.
 #[test]
 fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
     let dir = tempfile::tempdir().unwrap();
@@ -295,6 +306,34 @@ fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
     let status = sidecar.result("breakerStatus", json!({"sessionId": session}));
     assert_eq!(status["state"], "halt", "{status}");
     assert_eq!(status["totalErrors"], 3, "{status}");
+
+    // The user resumes the halted session: the write the model asks for is denied.
+    let resumed = MockGemini::start(vec![(
+        "write_file",
+        json!({"file_path": new_file.display().to_string(), "content": "x = 1\n"}),
+    )]);
+    let out = gemini_with_budget(
+        &home,
+        &work,
+        &resumed,
+        &sidecar.socket,
+        "go on",
+        PATIENT_HOOK_TIMEOUT_MS,
+        &["--resume", "latest"],
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(!new_file.exists(), "the write was denied: {said}");
+    let turns = resumed.turns();
+    let answer = turns.last().unwrap()["contents"].to_string();
+    assert!(
+        answer.contains("Tool execution blocked: Circuit breaker: ruff F401"),
+        "the model is told why: {answer}"
+    );
 }
 
 /// A sidecar that hangs. With the shim's budget (15 s) beyond the hook's timeout (5 s), Gemini
@@ -332,7 +371,7 @@ fn a_hung_sidecar_leaves_the_task_untouched_and_silent_within_the_default_budget
             "write_file",
             json!({"file_path": path.display().to_string(), "content": "x\n"}),
         )]);
-        let out = gemini_with_budget(&home, &work, &mock, &hung.path, "add", budget);
+        let out = gemini_with_budget(&home, &work, &mock, &hung.path, "add", budget, &[]);
         let said = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
