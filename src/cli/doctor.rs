@@ -92,6 +92,9 @@ pub fn run(settings: Result<Settings, ConfigError>) -> ExitCode {
             checks.push(agent_hooks(Host::Codex, "codex hooks"));
             checks.push(agent_hooks(Host::Claude, "claude hooks"));
             checks.push(agent_hooks(Host::Gemini, "gemini hooks"));
+            checks.push(hook_budget(
+                std::env::var("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS").ok(),
+            ));
             checks.push(guidebook(&settings));
             checks.push(database(&settings));
             checks.push(flags_file(&settings.flags));
@@ -249,6 +252,47 @@ fn codex_trust_check(name: &'static str, hooks_json: &Path, text: &str) -> Optio
 
 /// The user's settings for `host` run guidebook-hook on each of our events, and the command
 /// they run exists. Missing entries only warn: hooks may be set per project instead.
+/// The shim's budget (`ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS`, as this shell sets it) is below the
+/// timeout `hooks install` gives each hook: past it, a hung sidecar makes the agents wait out
+/// their timeouts, and Gemini CLI shows the user a warning for every hook.
+fn hook_budget(value: Option<String>) -> Check {
+    const NAME: &str = "hook budget";
+    const DEFAULT_MS: u64 = 2000;
+    let limit_ms = u64::from(Host::Codex.hook_timeout()) * 1000;
+    let budget_ms = match value.as_deref().map(str::trim) {
+        None | Some("") => DEFAULT_MS,
+        Some(text) => match text.parse::<u64>() {
+            Ok(ms) => ms,
+            Err(_) => {
+                return Check::warn(
+                    NAME,
+                    format!(
+                        "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS={text:?} is not a whole number of \
+                         milliseconds (the shim uses its default, {DEFAULT_MS} ms)"
+                    ),
+                    "set it to a number of milliseconds below 5000, or unset it",
+                )
+            }
+        },
+    };
+    if budget_ms >= limit_ms {
+        Check::warn(
+            NAME,
+            format!(
+                "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS={budget_ms} is not below the {limit_ms} ms each \
+                 hook is given: a hung sidecar makes the agents wait out their timeouts, and \
+                 Gemini CLI warns the user for every hook"
+            ),
+            format!("set it below {limit_ms}, or unset it (default {DEFAULT_MS})"),
+        )
+    } else {
+        Check::ok(
+            NAME,
+            format!("{budget_ms} ms, below the {limit_ms} ms each hook is given"),
+        )
+    }
+}
+
 fn agent_hooks(host: Host, name: &'static str) -> Check {
     let fix = format!("guidebook hooks install {}", host.flag());
     let path = match hooks::config_file(host, None) {

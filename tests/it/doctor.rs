@@ -60,6 +60,7 @@ fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
         "codex hooks",
         "claude hooks",
         "gemini hooks",
+        "hook budget",
         "guidebook",
         "database",
         "flags",
@@ -160,4 +161,31 @@ fn doctor_fails_on_a_broken_guideline_a_broken_flags_file_and_a_missing_hook_bin
         "{report}"
     );
     assert!(line(&report, "database").starts_with("ok    "), "{report}");
+}
+
+/// A shim budget at or past the hooks' 5 s timeout is a warning (a hung sidecar would make the
+/// agents wait it out, and Gemini CLI would warn the user); the default is ok.
+#[test]
+fn a_hook_budget_past_the_hook_timeout_is_a_warning() {
+    let sidecar = Sidecar::start_default();
+    let (_, report) = doctor(&sidecar, &[]);
+    assert_eq!(
+        line(&report, "hook budget"),
+        "ok    hook budget: 2000 ms, below the 5000 ms each hook is given",
+        "{report}"
+    );
+    let (_, report) = doctor(&sidecar, &[("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", "15000")]);
+    let warned = line(&report, "hook budget");
+    assert!(
+        warned.starts_with(
+            "warn  hook budget: ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS=15000 is not below the 5000 ms"
+        ),
+        "{report}"
+    );
+    assert!(warned.ends_with("; fix: set it below 5000, or unset it (default 2000)"));
+    let (_, report) = doctor(&sidecar, &[("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", "soon")]);
+    assert!(
+        line(&report, "hook budget").contains("\"soon\" is not a whole number"),
+        "{report}"
+    );
 }
