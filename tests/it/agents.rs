@@ -49,6 +49,28 @@ pub fn npm_cli((package, version, bin): (&str, &str, &str)) -> PathBuf {
     exe
 }
 
+/// The guideline the real-agent tests expect in the next request: in scope for `acme/*`
+/// Kotlin files that launch in `GlobalScope`.
+pub const GLOBALSCOPE: &str =
+    "id: kotlin-no-globalscope\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin]\n\
+    match:\n  any:\n    - regex:\n        pattern: 'GlobalScope\\.launch'\n\
+    content: Do not launch in GlobalScope; use the component's own scope.\n";
+
+/// `src/app.py` in `work` with the unused import (ruff F401) the breaker tests lint.
+pub fn python_with_an_unused_import(work: &std::path::Path) {
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    std::fs::write(work.join("src/app.py"), "import os\n").unwrap();
+}
+
+/// What an agent printed, stdout then stderr.
+pub fn printed(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// The linter the breaker tests run through the agents' shells, pinned.
 pub const RUFF: &str = "0.17.6";
 

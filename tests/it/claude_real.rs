@@ -11,7 +11,10 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::agents::{npm_cli, ruff_exe, sse, HungSidecar, MockServer, CLAUDE_CODE};
+use crate::agents::{
+    npm_cli, printed, python_with_an_unused_import, ruff_exe, sse, HungSidecar, MockServer,
+    CLAUDE_CODE, GLOBALSCOPE,
+};
 use crate::harness::*;
 
 /// The Anthropic Messages API as Claude Code streams it: each request that offers tools gets the
@@ -148,11 +151,6 @@ fn shown(request: &Value) -> usize {
         .count()
 }
 
-const GLOBALSCOPE: &str =
-    "id: kotlin-no-globalscope\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin]\n\
-    match:\n  any:\n    - regex:\n        pattern: 'GlobalScope\\.launch'\n\
-    content: Do not launch in GlobalScope; use the component's own scope.\n";
-
 #[test]
 fn a_claude_code_write_puts_the_guideline_into_its_next_request_once_per_session() {
     let dir = tempfile::tempdir().unwrap();
@@ -273,8 +271,7 @@ fn breaker_scenario(mcp: bool) {
     enable_hooks(&sidecar);
     let work = dir.path().join("api");
     git_repo(&work, Some("git@github.com:acme/api.git"));
-    std::fs::create_dir_all(work.join("src")).unwrap();
-    std::fs::write(work.join("src/app.py"), "import os\n").unwrap();
+    python_with_an_unused_import(&work);
     let home = dir.path().join("user");
     std::fs::create_dir_all(&home).unwrap();
     let agent_socket = install_hooks(&home, &sidecar, mcp);
@@ -302,11 +299,7 @@ fn breaker_scenario(mcp: bool) {
         "lint and fix",
         &["--allowedTools", &allowed, "--session-id", SESSION],
     );
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = printed(&out);
     let status = sidecar.result("breakerStatus", json!({"sessionId": SESSION}));
     assert_eq!(status["state"], "halt", "{status} {said}");
     let app = work.join("src/app.py");
@@ -367,11 +360,7 @@ fn the_mcp_tool_wiring_puts_the_guideline_into_the_next_request() {
         ),
     ]);
     let out = claude(&home, &work, &mock, &agent_socket, "add the jobs", &[]);
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = printed(&out);
     assert!(out.status.success(), "{said}");
     assert_eq!(
         std::fs::read_to_string(&jobs).unwrap(),
@@ -410,11 +399,7 @@ fn the_mcp_tool_wiring_puts_the_guideline_into_the_next_request() {
         json!({"file_path": last.display().to_string(), "content": kotlin}),
     )]);
     let out = claude(&lonely, &work, &mock3, &dead_socket, "the last", &[]);
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = printed(&out);
     assert!(out.status.success(), "{said}");
     assert!(last.exists(), "{said}");
     let next = mock3.turns()[1]["messages"].to_string();
@@ -473,11 +458,7 @@ fn a_hook_that_times_out_leaves_the_task_untouched() {
         json!({"file_path": jobs.display().to_string(), "content": "x\n"}),
     )]);
     let out = claude(&home, &work, &mock, &hung.path, "add", &[]);
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = printed(&out);
     assert!(out.status.success(), "{said}");
     assert_eq!(said.trim(), "Done.");
     assert!(jobs.exists());

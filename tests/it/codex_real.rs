@@ -16,7 +16,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agents::{npm_cli, ruff_exe, sse, HungSidecar, MockServer, CODEX};
+use crate::agents::{
+    npm_cli, python_with_an_unused_import, ruff_exe, sse, HungSidecar, MockServer, CODEX,
+    GLOBALSCOPE,
+};
 use crate::harness::*;
 
 fn codex_binary() -> PathBuf {
@@ -284,11 +287,6 @@ fn developer_texts(request: &Value) -> Vec<String> {
         .collect()
 }
 
-const GLOBALSCOPE: &str =
-    "id: kotlin-no-globalscope\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin]\n\
-    match:\n  any:\n    - regex:\n        pattern: 'GlobalScope\\.launch'\n\
-    content: Do not launch in GlobalScope; use the component's own scope.\n";
-
 /// The promise, with the real Codex: an `apply_patch` edit of a Kotlin file in a repository in
 /// scope puts the guideline into Codex's very next request to the model (hooks trusted by
 /// `--trust`, no bypass flag), once per session; a new session shows it again; without a
@@ -410,8 +408,7 @@ fn breaker_scenario(mcp: bool) {
     enable_hooks(&sidecar);
     let work = dir.path().join("api");
     git_repo(&work, Some("git@github.com:acme/api.git"));
-    std::fs::create_dir_all(work.join("src")).unwrap();
-    std::fs::write(work.join("src/app.py"), "import os\n").unwrap();
+    python_with_an_unused_import(&work);
     let lint = format!("{} check --no-cache src", ruff_exe().display());
     let run = |id: &str| {
         serde_json::json!({"type": "function_call", "id": format!("fc_{id}"),

@@ -12,7 +12,10 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::agents::{npm_cli, ruff_exe, HungSidecar, MockServer, GEMINI_CLI};
+use crate::agents::{
+    npm_cli, printed, python_with_an_unused_import, ruff_exe, HungSidecar, MockServer, GEMINI_CLI,
+    GLOBALSCOPE,
+};
 use crate::harness::*;
 
 /// The Gemini API as Gemini CLI streams it (`streamGenerateContent?alt=sse`): each agent turn
@@ -112,17 +115,23 @@ fn gemini_with_budget(
     run_bounded(cmd, b"", "gemini -p")
 }
 
+/// A headless user of the Gemini API: Gemini CLI needs the auth type named for a custom base
+/// URL.
+fn gemini_api_user(home: &Path) {
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n",
+    )
+    .unwrap();
+}
+
 fn shown(request: &Value) -> usize {
     request["contents"]
         .to_string()
         .matches("[kotlin-no-globalscope]")
         .count()
 }
-
-const GLOBALSCOPE: &str =
-    "id: kotlin-no-globalscope\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin]\n\
-    match:\n  any:\n    - regex:\n        pattern: 'GlobalScope\\.launch'\n\
-    content: Do not launch in GlobalScope; use the component's own scope.\n";
 
 #[test]
 fn a_gemini_cli_write_puts_the_guideline_into_its_next_request_once_per_session() {
@@ -133,13 +142,7 @@ fn a_gemini_cli_write_puts_the_guideline_into_its_next_request_once_per_session(
     let work = dir.path().join("orders");
     git_repo(&work, Some("git@github.com:acme/orders.git"));
     let home = dir.path().join("user");
-    std::fs::create_dir_all(home.join(".gemini")).unwrap();
-    // A headless user of the Gemini API.
-    std::fs::write(
-        home.join(".gemini/settings.json"),
-        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n",
-    )
-    .unwrap();
+    gemini_api_user(&home);
     let shim = shim_exe();
     let mut install = Command::new(guidebook_exe());
     install.env_clear().env("HOME", &home).args([
@@ -220,11 +223,7 @@ fn a_gemini_cli_write_puts_the_guideline_into_its_next_request_once_per_session(
     );
     assert!(work.join("src/main/kotlin/Last.kt").exists());
     assert_eq!(shown(&mock2.turns()[1]), 0);
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let printed = printed(&out);
     assert!(!printed.contains("guidebook-hook"), "{printed}");
 }
 
@@ -240,15 +239,9 @@ fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
     enable_hooks(&sidecar);
     let work = dir.path().join("api");
     git_repo(&work, Some("git@github.com:acme/api.git"));
-    std::fs::create_dir_all(work.join("src")).unwrap();
-    std::fs::write(work.join("src/app.py"), "import os\n").unwrap();
+    python_with_an_unused_import(&work);
     let home = dir.path().join("user");
-    std::fs::create_dir_all(home.join(".gemini")).unwrap();
-    std::fs::write(
-        home.join(".gemini/settings.json"),
-        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n",
-    )
-    .unwrap();
+    gemini_api_user(&home);
     let shim = shim_exe();
     let mut install = Command::new(guidebook_exe());
     install.env_clear().env("HOME", &home).args([
@@ -283,11 +276,7 @@ fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
         ),
     ]);
     let out = gemini(&home, &work, &mock, &sidecar.socket, "lint and fix");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = printed(&out);
     assert!(out.status.success(), "{said}");
     // The third run's AfterTool stopped the agent: no request after it, no write.
     let app = work.join("src/app.py");
@@ -321,11 +310,7 @@ fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
         PATIENT_HOOK_TIMEOUT_MS,
         &["--resume", "latest"],
     );
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = printed(&out);
     assert!(out.status.success(), "{said}");
     assert!(!new_file.exists(), "the write was denied: {said}");
     let turns = resumed.turns();
@@ -347,12 +332,7 @@ fn a_hung_sidecar_leaves_the_task_untouched_and_silent_within_the_default_budget
     let work = dir.path().join("orders");
     git_repo(&work, Some("git@github.com:acme/orders.git"));
     let home = dir.path().join("user");
-    std::fs::create_dir_all(home.join(".gemini")).unwrap();
-    std::fs::write(
-        home.join(".gemini/settings.json"),
-        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n",
-    )
-    .unwrap();
+    gemini_api_user(&home);
     let mut install = Command::new(guidebook_exe());
     install
         .env_clear()
@@ -372,11 +352,7 @@ fn a_hung_sidecar_leaves_the_task_untouched_and_silent_within_the_default_budget
             json!({"file_path": path.display().to_string(), "content": "x\n"}),
         )]);
         let out = gemini_with_budget(&home, &work, &mock, &hung.path, "add", budget, &[]);
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let said = printed(&out);
         assert!(out.status.success(), "{said}");
         assert!(path.exists(), "{said}");
         said
