@@ -30,6 +30,12 @@ pub struct Settings {
     pub tokenizer: Tokenizer,
     /// When the circuit breaker warns and halts (`breaker:` in `config.yaml`).
     pub breaker: BreakerLimits,
+    /// The `.metrics/` directory: baseline, weekly and A/B files.
+    pub metrics_dir: PathBuf,
+    /// Where the Prometheus endpoint listens (`/metrics`); off when `None`.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Whether prompt builds, edit hooks and breaker verdicts are recorded in SQLite.
+    pub record_metrics: bool,
 }
 
 /// The circuit breaker's limits. `config.yaml` may set any of them under `breaker:`.
@@ -82,6 +88,7 @@ pub struct Overrides {
     pub guidebook_root: Option<PathBuf>,
     pub flags: Option<PathBuf>,
     pub config: Option<PathBuf>,
+    pub metrics_dir: Option<PathBuf>,
 }
 
 /// What can go wrong while resolving settings; each variant names the file or variable.
@@ -115,6 +122,9 @@ struct ConfigFile {
     reload_interval_ms: Option<u64>,
     breaker: Option<BreakerLimits>,
     tokenizer: Option<TokenizerName>,
+    metrics_dir: Option<PathBuf>,
+    metrics_listen: Option<String>,
+    record_metrics: Option<bool>,
 }
 
 /// The `tokenizer` values `config.yaml` accepts; an unknown one is an error naming the file.
@@ -207,7 +217,44 @@ impl Settings {
                 .unwrap_or(default)
         };
 
+        let metrics_listen =
+            match env("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN") {
+                Some(v) => Some(parse_listen(&v.to_string_lossy()).map_err(|message| {
+                    ConfigError::Env {
+                        name: "ADAPTIVE_GUIDEBOOK_METRICS_LISTEN",
+                        message,
+                    }
+                })?),
+                None => match &file.metrics_listen {
+                    Some(v) => Some(parse_listen(v).map_err(|message| ConfigError::Invalid {
+                        path: config_path.clone(),
+                        message: format!("metricsListen: {message}"),
+                    })?),
+                    None => None,
+                },
+            };
+        let record_metrics = match env("ADAPTIVE_GUIDEBOOK_RECORD_METRICS") {
+            Some(v) => match v.to_string_lossy().as_ref() {
+                "1" | "true" => true,
+                "0" | "false" => false,
+                other => {
+                    return Err(ConfigError::Env {
+                        name: "ADAPTIVE_GUIDEBOOK_RECORD_METRICS",
+                        message: format!("`{other}` is not one of 1, true, 0, false"),
+                    })
+                }
+            },
+            None => file.record_metrics.unwrap_or(true),
+        };
         let settings = Settings {
+            metrics_dir: pick(
+                &overrides.metrics_dir,
+                "ADAPTIVE_GUIDEBOOK_METRICS_DIR",
+                from_file(&file.metrics_dir),
+                home.join("metrics"),
+            ),
+            metrics_listen,
+            record_metrics,
             socket: pick(
                 &overrides.socket,
                 "ADAPTIVE_GUIDEBOOK_SOCKET",
@@ -253,6 +300,17 @@ impl Settings {
     }
 }
 
+/// A `metricsListen` value: `HOST:PORT`, or a bare port, which listens on loopback only.
+fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!("`{text}` is not an address: write 127.0.0.1:PORT (or just PORT for loopback)")
+    })
+}
+
 fn parse_config(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     if text.trim().is_empty() {
         return Ok(ConfigFile::default());
@@ -295,6 +353,59 @@ mod tests {
         assert_eq!(s.flags, s.home.join("feature_flags.json"));
         assert!(s.root_is_default());
         assert_eq!(s.max_request_bytes, DEFAULT_MAX_REQUEST_BYTES);
+        assert_eq!(s.metrics_dir, s.home.join("metrics"));
+        assert_eq!(s.metrics_listen, None, "the endpoint is off by default");
+        assert!(s.record_metrics);
+    }
+
+    #[test]
+    fn metrics_settings_come_from_env_and_file_and_bad_ones_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        std::fs::write(
+            dir.path().join("config.yaml"),
+            "metricsDir: m\nmetricsListen: \"9464\"\nrecordMetrics: false\n",
+        )
+        .unwrap();
+        let s = Settings::resolve_with(
+            &Overrides::default(),
+            env(&[("ADAPTIVE_GUIDEBOOK_HOME", home)]),
+        )
+        .unwrap();
+        assert_eq!(s.metrics_dir, dir.path().join("m"));
+        assert_eq!(s.metrics_listen, Some("127.0.0.1:9464".parse().unwrap()));
+        assert!(!s.record_metrics);
+        let s = Settings::resolve_with(
+            &Overrides::default(),
+            env(&[
+                ("ADAPTIVE_GUIDEBOOK_HOME", home),
+                ("ADAPTIVE_GUIDEBOOK_METRICS_DIR", "/env/metrics"),
+                ("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN", "0.0.0.0:9000"),
+                ("ADAPTIVE_GUIDEBOOK_RECORD_METRICS", "1"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.metrics_dir, PathBuf::from("/env/metrics"));
+        assert_eq!(s.metrics_listen, Some("0.0.0.0:9000".parse().unwrap()));
+        assert!(s.record_metrics);
+        std::fs::write(dir.path().join("config.yaml"), "metricsListen: localhost\n").unwrap();
+        let err = Settings::resolve_with(
+            &Overrides::default(),
+            env(&[("ADAPTIVE_GUIDEBOOK_HOME", home)]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("config.yaml") && err.contains("metricsListen"),
+            "{err}"
+        );
+        let err = Settings::resolve_with(
+            &Overrides::default(),
+            env(&[("HOME", home), ("ADAPTIVE_GUIDEBOOK_RECORD_METRICS", "yes")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("ADAPTIVE_GUIDEBOOK_RECORD_METRICS"), "{err}");
     }
 
     #[test]

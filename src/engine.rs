@@ -1,6 +1,6 @@
 //! The evaluation behind `search` and `explain`: for each changed file, its repository,
 //! language, and which applicable guidelines match its current content; and the [`Engine`] every
-//! handler shares (guidebook, prompt packs, tokenizer, flags, presentation store). Reads: the
+//! handler shares (guidebook, prompt packs, tokenizer, flags, stores, metrics). Reads: the
 //! guideline snapshot, the files, repository identities. Writes nothing.
 
 use std::collections::HashMap;
@@ -13,9 +13,10 @@ use crate::config::Settings;
 use crate::files::{self, Skip};
 use crate::flags::Flags;
 use crate::guidebook::{Applicability, Guidebook, GuidelineSnapshot};
+use crate::metrics::{Recorder, Telemetry};
 use crate::prompt::PromptPacks;
 use crate::repo::RepositoryResolver;
-use crate::store::{BreakerStore, Database, PresentationStore, StoreError};
+use crate::store::{BreakerStore, Database, MetricsStore, PresentationStore, StoreError};
 use crate::tokens::Tokenizer;
 
 /// Everything a request handler needs, shared by all of them. Built once per process.
@@ -32,6 +33,12 @@ pub struct Engine {
     pub tokenizer: Tokenizer,
     /// The circuit breaker (`recordError`, `breakerStatus`, `resetBreaker`).
     pub breaker: Breaker,
+    /// What orchestrators report (QC results, reviews, tokens, A/B assignments).
+    pub metrics: MetricsStore,
+    /// Writes what the sidecar observes, off the request path (off with `recordMetrics: false`).
+    pub recorder: Recorder,
+    /// The live counters of the Prometheus endpoint.
+    pub telemetry: Telemetry,
     pub started: Instant,
 }
 
@@ -116,6 +123,13 @@ impl Engine {
             flags: Flags::open(settings.flags.clone()),
             repos: RepositoryResolver::new(),
             breaker: Breaker::new(BreakerStore::new(db.clone()), settings.breaker),
+            metrics: MetricsStore::new(db.clone()),
+            recorder: if settings.record_metrics {
+                Recorder::start(MetricsStore::new(db.clone()))
+            } else {
+                Recorder::off()
+            },
+            telemetry: Telemetry::default(),
             presentations: PresentationStore::new(db),
             started: Instant::now(),
             settings,

@@ -22,7 +22,11 @@
 //! - [`prompt`]: prompt packs, the CRITICAL block, and `buildPrompt`'s phases fitted to budgets.
 //! - [`flags`]: `feature_flags.json`, its rollout, atomic writes, and the live flags.
 //! - [`breaker`]: the circuit breaker as a pure state machine, persisted through the store.
-//! - [`store`]: the only module that runs SQL: pool, schema, presentation and breaker rows.
+//! - [`metrics`]: the rollout's measurements: the recorder, the Prometheus counters, the
+//!   `.metrics/` baseline and weekly files, the haiku A/B test (Fisher's exact test), the trend
+//!   picture.
+//! - [`store`]: the only module that runs SQL: pool, schema, presentation, breaker and metrics
+//!   rows.
 //!
 //! Leaves, which import nothing of the above:
 //! - [`watched`]: one mechanism for watched files (stamps, capped reads, last-good states).
@@ -33,7 +37,7 @@
 //! - [`sample`]: the sample guidebook compiled into the binary.
 //! - [`config`]: settings with the precedence flag > env > `config.yaml` > default.
 //! - [`service`]: the systemd units and launchd agent `guidebook service install` writes.
-//! - [`time`]: RFC 3339 timestamps without a date-time dependency.
+//! - [`time`]: RFC 3339 timestamps and dates without a date-time dependency.
 //!
 //! Dependencies point down this list: a domain module never imports `rpc`, `server`, `cli` or
 //! `mcp`, and a leaf imports only other leaves (their tests aside). The clients' side of the protocol (method names
@@ -49,6 +53,7 @@ pub mod flags;
 pub mod guidebook;
 pub mod language;
 pub mod mcp;
+pub mod metrics;
 pub mod prompt;
 pub mod repo;
 pub mod rpc;

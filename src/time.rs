@@ -1,4 +1,5 @@
-//! Formats instants as RFC 3339 UTC seconds (`2026-09-23T09:41:18Z`). Reads the system clock only.
+//! Formats instants as RFC 3339 UTC seconds (`2026-09-23T09:41:18Z`) and dates (`2026-09-23`),
+//! and reads dates back. Reads the system clock only.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -22,6 +23,53 @@ pub fn rfc3339(t: SystemTime) -> String {
 /// The current time, formatted by [`rfc3339`].
 pub fn now_rfc3339() -> String {
     rfc3339(SystemTime::now())
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn now_epoch() -> i64 {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64),
+    }
+}
+
+/// The UTC date (`YYYY-MM-DD`) of an epoch second.
+pub fn date_of(epoch: i64) -> String {
+    let (y, m, d) = civil_from_days(epoch.div_euclid(86_400));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The epoch second at which a UTC date (`YYYY-MM-DD`, a real day) begins; `None` if `text` is
+/// not such a date.
+pub fn parse_date(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = &text[r];
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())?
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if !(1..=12).contains(&m) || d < 1 {
+        return None;
+    }
+    let days = days_from_civil(y, m as u32, d as u32);
+    // A day past the month's end comes back as another date.
+    (civil_from_days(days) == (y, m as u32, d as u32)).then_some(days * 86_400)
+}
+
+/// Howard Hinnant's civil-to-days algorithm, the inverse of [`civil_from_days`].
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = m as i64;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Howard Hinnant's days-to-civil algorithm: exact for the proleptic Gregorian calendar, which
@@ -53,5 +101,26 @@ mod tests {
         // A leap day.
         let t = UNIX_EPOCH + Duration::from_secs(951_782_400);
         assert_eq!(rfc3339(t), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn dates_round_trip_and_bad_ones_are_refused() {
+        assert_eq!(parse_date("1970-01-01"), Some(0));
+        assert_eq!(parse_date("2000-02-29"), Some(951_782_400));
+        assert_eq!(date_of(1_790_156_478), "2026-09-23");
+        for day in [0i64, 10_957, 20_000, 60_000, 2_000_000] {
+            let e = day * 86_400;
+            assert_eq!(parse_date(&date_of(e)), Some(e));
+        }
+        for bad in [
+            "2026-02-30",
+            "2026-13-01",
+            "2026-1-01",
+            "26-01-01x",
+            "",
+            "2026-00-10",
+        ] {
+            assert_eq!(parse_date(bad), None, "{bad}");
+        }
     }
 }

@@ -28,10 +28,14 @@ pub mod method {
     pub const RECORD_ERROR: &str = "recordError";
     pub const BREAKER_STATUS: &str = "breakerStatus";
     pub const RESET_BREAKER: &str = "resetBreaker";
+    pub const RECORD_QC_RESULT: &str = "recordQcResult";
+    pub const RECORD_QC_REVIEW: &str = "recordQcReview";
+    pub const RECORD_SESSION_TOKENS: &str = "recordSessionTokens";
+    pub const AB_ASSIGN: &str = "abAssign";
     pub const DISCOVER: &str = "rpc.discover";
 
     /// All of them, in the order the OpenRPC document lists them.
-    pub const ALL: [&str; 12] = [
+    pub const ALL: [&str; 16] = [
         SEARCH,
         EXPLAIN,
         RESET_SESSION,
@@ -43,6 +47,10 @@ pub mod method {
         RECORD_ERROR,
         BREAKER_STATUS,
         RESET_BREAKER,
+        RECORD_QC_RESULT,
+        RECORD_QC_REVIEW,
+        RECORD_SESSION_TOKENS,
+        AB_ASSIGN,
         DISCOVER,
     ];
 }
@@ -303,6 +311,79 @@ impl RecordError {
             .put("sessionId", self.session_id.as_str())
             .put_raw("errors", &format!("[{}]", errors.join(",")))
             .call(method::RECORD_ERROR)
+    }
+}
+
+/// `recordQcResult`: one QC run of a task, as an orchestrator reports it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordQcResult {
+    pub task_id: String,
+    pub session_id: Option<String>,
+    pub passed: bool,
+    /// `code_defect`, `report_format`, `task_interpretation` or `other`; only for a failure.
+    pub issue_type: Option<String>,
+    pub duration_sec: f64,
+    pub model: String,
+}
+
+impl RecordQcResult {
+    pub fn call(&self) -> Call {
+        Members::new()
+            .put("taskId", self.task_id.as_str())
+            .opt("sessionId", self.session_id.as_deref())
+            .put("passed", self.passed)
+            .opt("issueType", self.issue_type.as_deref())
+            .put("durationSec", self.duration_sec)
+            .put("model", self.model.as_str())
+            .call(method::RECORD_QC_RESULT)
+    }
+}
+
+/// `recordQcReview`: the re-review of a QC-passed task (a defect found or not).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordQcReview {
+    pub task_id: String,
+    pub defect_found: bool,
+    pub reviewer: Option<String>,
+}
+
+impl RecordQcReview {
+    pub fn call(&self) -> Call {
+        Members::new()
+            .put("taskId", self.task_id.as_str())
+            .put("defectFound", self.defect_found)
+            .opt("reviewer", self.reviewer.as_deref())
+            .call(method::RECORD_QC_REVIEW)
+    }
+}
+
+/// `recordSessionTokens`: a session's token consumption so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordSessionTokens {
+    pub session_id: String,
+    pub tokens: u64,
+}
+
+impl RecordSessionTokens {
+    pub fn call(&self) -> Call {
+        Members::new()
+            .put("sessionId", self.session_id.as_str())
+            .put("tokens", self.tokens)
+            .call(method::RECORD_SESSION_TOKENS)
+    }
+}
+
+/// `abAssign`: a task's group (and QC model) in the haiku A/B test.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AbAssign {
+    pub task_id: String,
+}
+
+impl AbAssign {
+    pub fn call(&self) -> Call {
+        Members::new()
+            .put("taskId", self.task_id.as_str())
+            .call(method::AB_ASSIGN)
     }
 }
 

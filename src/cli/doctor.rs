@@ -98,6 +98,7 @@ pub fn run(settings: Result<Settings, ConfigError>) -> ExitCode {
             checks.push(guidebook(&settings));
             checks.push(database(&settings));
             checks.push(flags_file(&settings.flags));
+            checks.push(metrics_alerts(&settings));
         }
         Err(e) => checks.push(Check::fail(
             "settings",
@@ -447,6 +448,37 @@ fn writable(dir: &Path) -> bool {
 /// The feature flags file: missing is fine (every flag off); otherwise it must pass the same
 /// validation the sidecar applies (`crate::flags::file::parse`), or the sidecar would be
 /// serving older flags than the file says.
+/// The latest weekly metrics file raised no alert.
+fn metrics_alerts(settings: &Settings) -> Check {
+    const NAME: &str = "metrics";
+    let dir = crate::metrics::MetricsDir::new(settings.metrics_dir.clone());
+    match dir.latest_alerts() {
+        None => Check::ok(
+            NAME,
+            format!(
+                "no weekly file in {} yet",
+                dir.root.join("weekly").display()
+            ),
+        ),
+        Some((path, alerts)) if alerts.is_empty() => {
+            Check::ok(NAME, format!("{}: no alert", path.display()))
+        }
+        Some((path, alerts)) => Check::warn(
+            NAME,
+            format!(
+                "{}: {}",
+                path.display(),
+                alerts
+                    .iter()
+                    .map(|a| a.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            "look into the QC failures of the week (guidebook metrics weekly shows them)",
+        ),
+    }
+}
+
 fn flags_file(path: &Path) -> Check {
     const NAME: &str = "flags";
     let shown = path.display();

@@ -9,6 +9,7 @@ mod explain;
 mod flags;
 mod hooks;
 mod mcp;
+mod metrics;
 mod new;
 mod prompt;
 mod scan;
@@ -47,6 +48,9 @@ pub struct Cli {
     /// The config file [env: ADAPTIVE_GUIDEBOOK_CONFIG]
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// The metrics directory [env: ADAPTIVE_GUIDEBOOK_METRICS_DIR]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub metrics_dir: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -147,6 +151,16 @@ pub enum Command {
     /// Serve MCP on stdio (one process per agent session): the `hook` tool for the agents'
     /// `mcp_tool` hooks, and guideline, prompt and breaker tools for agents to call.
     Mcp,
+    /// The rollout's measurements: baseline, weekly files and their trend picture.
+    Metrics {
+        #[command(subcommand)]
+        command: metrics::MetricsCommand,
+    },
+    /// The haiku A/B test of the QC model.
+    Ab {
+        #[command(subcommand)]
+        command: metrics::AbCommand,
+    },
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -196,6 +210,9 @@ pub enum CliError {
         command: String,
         status: std::process::ExitStatus,
     },
+    /// A metrics file or the metrics directory.
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
     /// `guidebook mcp` could not serve.
     #[error(transparent)]
     Mcp(#[from] crate::mcp::McpError),
@@ -262,6 +279,7 @@ impl Cli {
             guidebook_root: self.guidebook_root.clone(),
             flags: self.flags.clone(),
             config: self.config.clone(),
+            metrics_dir: self.metrics_dir.clone(),
         }
     }
 }
@@ -311,5 +329,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         ),
         Command::Breaker { command } => breaker::run(&settings, command),
         Command::Mcp => mcp::run(&settings),
+        Command::Metrics { command } => metrics::run(&settings, command),
+        Command::Ab { command } => metrics::run_ab(&settings, command),
     }
 }

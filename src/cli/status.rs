@@ -1,5 +1,6 @@
 //! `guidebook status`: asks the running sidecar for its status and prints it readably (or as
-//! JSON). Exit 1 when no sidecar answers. Reads: the socket.
+//! JSON), with the alerts of the latest weekly metrics file. Exit 1 when no sidecar answers.
+//! Reads: the socket, the metrics directory.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -34,6 +35,12 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
         source,
     })?;
     println!("version     {}", s.version);
+    let alerts = crate::metrics::MetricsDir::new(settings.metrics_dir.clone()).latest_alerts();
+    if let Some((path, alerts)) = &alerts {
+        for a in alerts {
+            println!("ALERT       {} ({})", a.message, path.display());
+        }
+    }
     println!("uptime      {}s", s.uptime_seconds);
     println!("socket      {}", s.socket);
     println!("database    {}", s.db);

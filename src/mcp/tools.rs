@@ -1,6 +1,7 @@
 //! The tools `guidebook mcp` offers, their input schemas, and the sidecar call behind each.
 //!
-//! `hook` serves the hosts' `mcp_tool` hooks; six more are for agents to call themselves.
+//! `hook` serves the hosts' `mcp_tool` hooks; six more are for agents to call themselves, and
+//! four for an orchestrator to report what the rollout is measured by.
 //! Reads: tool arguments. Writes: nothing (the caller sends the call).
 
 use std::sync::Arc;
@@ -119,6 +120,59 @@ pub struct SessionParams {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
+/// `record_qc_result`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct QcResultParams {
+    /// The task's id (the A/B test's rollout key).
+    pub task_id: String,
+    /// The agent session that did the task.
+    pub session_id: Option<String>,
+    /// Whether QC passed.
+    pub passed: bool,
+    /// Why QC failed: code_defect, report_format, task_interpretation or other (only when it
+    /// failed).
+    pub issue_type: Option<String>,
+    /// How long the QC run took, in seconds.
+    pub duration_sec: f64,
+    /// The QC model that ran.
+    pub model: String,
+}
+
+/// `record_qc_review`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct QcReviewParams {
+    /// The task whose QC pass was re-reviewed.
+    pub task_id: String,
+    /// Whether the re-review found a defect QC missed.
+    pub defect_found: bool,
+    /// Who re-reviewed: a model's name or `person`.
+    pub reviewer: Option<String>,
+}
+
+/// `record_session_tokens`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct SessionTokensParams {
+    /// The session.
+    pub session_id: String,
+    /// Its token consumption so far.
+    pub tokens: u64,
+}
+
+/// `ab_assign`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct TaskParams {
+    /// The task's id.
+    pub task_id: String,
+}
+
 /// Every tool, in the order `tools/list` shows them.
 pub fn all() -> Vec<Tool> {
     let read_only = ToolAnnotations::new().read_only(true);
@@ -184,6 +238,37 @@ pub fn all() -> Vec<Tool> {
         )
         .with_input_schema::<NoParams>()
         .annotate(read_only),
+        Tool::new(
+            "record_qc_result",
+            "For an orchestrator: records one QC run of a task (passed, the issue type of a \
+             failure, duration in seconds, model) for the rollout's metrics and the haiku A/B \
+             test. Returns JSON {recorded, group}.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<QcResultParams>(),
+        Tool::new(
+            "record_qc_review",
+            "For an orchestrator: records the re-review of a task that passed QC (by a stronger \
+             model or a person) and whether it found a defect QC missed. Returns JSON {recorded, \
+             replaced, model}.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<QcReviewParams>(),
+        Tool::new(
+            "record_session_tokens",
+            "For an orchestrator: records an agent session's token consumption so far (the \
+             latest report counts). Returns JSON {recorded}.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<SessionTokensParams>(),
+        Tool::new(
+            "ab_assign",
+            "For an orchestrator: returns a task's group in the haiku A/B test and the QC model \
+             to run for it, as JSON {taskId, group, model, assignedAt, newlyAssigned}; a task \
+             keeps its first group.",
+            Arc::new(JsonObject::new()),
+        )
+        .with_input_schema::<TaskParams>(),
     ]
 }
 
@@ -238,6 +323,35 @@ pub fn sidecar_call(tool: &str, arguments: JsonObject) -> Option<Result<Call, St
         }),
         "breaker_status" => parse::<SessionParams>(arguments)
             .map(|p| protocol::SessionCall::breaker_status(&p.session_id).call()),
+        "record_qc_result" => parse::<QcResultParams>(arguments).map(|p| {
+            protocol::RecordQcResult {
+                task_id: p.task_id,
+                session_id: p.session_id,
+                passed: p.passed,
+                issue_type: p.issue_type,
+                duration_sec: p.duration_sec,
+                model: p.model,
+            }
+            .call()
+        }),
+        "record_qc_review" => parse::<QcReviewParams>(arguments).map(|p| {
+            protocol::RecordQcReview {
+                task_id: p.task_id,
+                defect_found: p.defect_found,
+                reviewer: p.reviewer,
+            }
+            .call()
+        }),
+        "record_session_tokens" => parse::<SessionTokensParams>(arguments).map(|p| {
+            protocol::RecordSessionTokens {
+                session_id: p.session_id,
+                tokens: p.tokens,
+            }
+            .call()
+        }),
+        "ab_assign" => {
+            parse::<TaskParams>(arguments).map(|p| protocol::AbAssign { task_id: p.task_id }.call())
+        }
         "list_flags" => parse::<NoParams>(arguments)
             .map(|NoParams {}| protocol::no_params(protocol::method::GET_FLAGS)),
         _ => return None,
@@ -269,7 +383,11 @@ mod tests {
                 "build_prompt",
                 "record_error",
                 "breaker_status",
-                "list_flags"
+                "list_flags",
+                "record_qc_result",
+                "record_qc_review",
+                "record_session_tokens",
+                "ab_assign"
             ]
         );
         for tool in &tools {
@@ -310,6 +428,21 @@ mod tests {
         assert_eq!(
             params,
             json!({"sessionId": "s", "filepaths": ["/a.py"], "maxTokens": 10})
+        );
+        let call = sidecar_call(
+            "record_qc_result",
+            args(
+                json!({"task_id": "T-1", "passed": false, "issue_type": "other",
+                "duration_sec": 2.5, "model": "haiku"}),
+            ),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(call.method, "recordQcResult");
+        assert_eq!(
+            call.params_value(),
+            json!({"taskId": "T-1", "passed": false, "issueType": "other",
+                "durationSec": 2.5, "model": "haiku"})
         );
         let wrong = sidecar_call("record_error", args(json!({"session_id": "s"}))).unwrap();
         assert!(wrong.unwrap_err().contains("missing field `errors`"));

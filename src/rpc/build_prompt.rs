@@ -1,6 +1,7 @@
 //! Answers `buildPrompt`: a role's prompt pack disclosed by phase (`summary`, `standard`,
 //! `full`), fitted to the phase's token budget; every phase is `full` while the
-//! `progressive_disclosure` flag is off for the session. Reads: prompt packs, flags.
+//! `progressive_disclosure` flag is off for the session. Reads: prompt packs, flags. Records the
+//! build (role, phase, tokens, the context's `team` and `level`) for the metrics.
 
 use serde::{Deserialize, Serialize};
 
@@ -79,6 +80,24 @@ pub fn handle(engine: &Engine, params: Params) -> Result<BuiltPromptResult, RpcE
         engine.tokenizer,
         progressive,
     );
+    let text_of = |key: &str| {
+        params.context.as_ref()?.get(key).and_then(|v| match v {
+            serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+    };
+    engine.telemetry.prompt(built.phase.name(), built.tokens);
+    engine.recorder.record(crate::store::Observed::PromptBuild {
+        at: crate::time::now_epoch(),
+        session_id: params.session_id.clone(),
+        role: role.to_owned(),
+        phase: built.phase.name(),
+        tokens: built.tokens as u64,
+        team: text_of("team"),
+        // `2`, `"2"` and `"lv2"` are one level.
+        level: text_of("level").map(|l| l.strip_prefix("lv").unwrap_or(&l).to_owned()),
+    });
     Ok(BuiltPromptResult {
         prompt: built.text,
         phase: built.phase.name(),

@@ -2,6 +2,7 @@
 //! table below, and [`errors`], the one place errors become JSON-RPC error objects. Only this
 //! module knows wire types.
 
+pub mod ab_assign;
 pub mod breaker_status;
 pub mod build_prompt;
 pub mod discover;
@@ -10,6 +11,9 @@ pub mod explain;
 pub mod get_flags;
 pub mod is_enabled;
 pub mod record_error;
+pub mod record_qc_result;
+pub mod record_qc_review;
+pub mod record_session_tokens;
 pub mod reset_breaker;
 pub mod reset_session;
 pub mod search;
@@ -54,15 +58,22 @@ pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
     });
     blocking(&mut m, method::SET_FLAG, |e, p, _| set_flag::handle(e, p));
     // The circuit breaker: each call is one short SQLite transaction.
-    blocking(&mut m, method::RECORD_ERROR, |e, p, _| {
-        record_error::handle(e, p)
-    });
+    blocking(&mut m, method::RECORD_ERROR, record_error::handle);
     blocking(&mut m, method::BREAKER_STATUS, |e, p, _| {
         breaker_status::handle(e, p)
     });
     blocking(&mut m, method::RESET_BREAKER, |e, p, _| {
         reset_breaker::handle(e, p)
     });
+    // The rollout's measurements: each call is one short SQLite transaction.
+    blocking(&mut m, method::RECORD_QC_RESULT, record_qc_result::handle);
+    blocking(&mut m, method::RECORD_QC_REVIEW, |e, p, _| {
+        record_qc_review::handle(e, p)
+    });
+    blocking(&mut m, method::RECORD_SESSION_TOKENS, |e, p, _| {
+        record_session_tokens::handle(e, p)
+    });
+    blocking(&mut m, method::AB_ASSIGN, |e, p, _| ab_assign::handle(e, p));
     m.register_method(method::DISCOVER, |p, _, _| {
         parse::<discover::Params>(&p)
             .map(|_| discover::handle())

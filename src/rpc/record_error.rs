@@ -1,5 +1,6 @@
 //! Answers `recordError`: records one check run's errors for a session in the circuit breaker
-//! and says whether the agent may go on. Reads and writes: the breaker tables. Also holds
+//! and says whether the agent may go on. Reads and writes: the breaker tables; records the
+//! verdict (metrics). Also holds
 //! [`BreakerAnswer`], the result shape `breakerStatus` shares.
 
 use serde::{Deserialize, Serialize};
@@ -69,7 +70,19 @@ impl From<Verdict> for BreakerAnswer {
     }
 }
 
-pub fn handle(engine: &Engine, params: Params) -> Result<BreakerAnswer, RpcError> {
+pub fn handle(
+    engine: &Engine,
+    params: Params,
+    received: std::time::Instant,
+) -> Result<BreakerAnswer, RpcError> {
+    let answer = answer(engine, params);
+    engine
+        .telemetry
+        .hook(crate::metrics::HookKind::Check, received.elapsed());
+    answer
+}
+
+fn answer(engine: &Engine, params: Params) -> Result<BreakerAnswer, RpcError> {
     non_empty("sessionId", &params.session_id)?;
     if params.errors.len() > MAX_ERRORS {
         return Err(RpcError::InvalidParams(format!(
@@ -97,5 +110,18 @@ pub fn handle(engine: &Engine, params: Params) -> Result<BreakerAnswer, RpcError
         tracing::debug!(session = %params.session_id, run_size, total = verdict.total_errors,
             "check run recorded");
     }
-    Ok(verdict.into())
+    let answer = BreakerAnswer::from(verdict);
+    engine.telemetry.verdict(&answer.state);
+    engine
+        .recorder
+        .record(crate::store::Observed::BreakerVerdict {
+            at: crate::time::now_epoch(),
+            session_id: params.session_id,
+            state: match answer.state.as_str() {
+                "halt" => "halt",
+                "warning" => "warning",
+                _ => "continue",
+            },
+        });
+    Ok(answer)
 }

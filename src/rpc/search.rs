@@ -1,5 +1,5 @@
 //! Answers `search`: validates the params and runs [`crate::search::search`]. Reads: guideline
-//! snapshot, files. Writes: presentation.
+//! snapshot, files. Writes: presentation; records the edit hook (metrics).
 
 use std::time::{Duration, Instant};
 
@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{absolute_paths, non_empty, RpcError};
 use crate::engine::Engine;
+use crate::metrics::HookKind;
 use crate::search::{search, SearchRequest, ShownGuideline};
+use crate::store::Observed;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -53,6 +55,15 @@ pub fn handle(
             .map(|ms| received + Duration::from_millis(ms)),
         max_tokens: params.max_tokens,
     };
-    let shown = search(engine, request)?;
+    engine.recorder.record(Observed::Edit {
+        at: crate::time::now_epoch(),
+        session_id: params.session_id.clone(),
+        files: params.filepaths.len() as u64,
+    });
+    let shown = search(engine, request);
+    let took = received.elapsed();
+    engine.telemetry.hook(HookKind::Edit, took);
+    let shown = shown?;
+    engine.telemetry.search(took, shown.len());
     Ok(shown.into_iter().map(FoundGuideline::from).collect())
 }

@@ -4,6 +4,7 @@
 
 mod activation;
 mod ids;
+pub mod metrics_http;
 mod socket;
 mod start;
 

@@ -1,5 +1,6 @@
 //! The daemon's start-up: private directories, the sample guidebook, the engine, the socket
-//! (bound, or adopted from systemd), readiness, the reload loop, and serving until shutdown.
+//! (bound, or adopted from systemd), the Prometheus endpoint if configured, readiness, the reload
+//! loop, and serving until shutdown.
 //!
 //! `guidebook serve` is a thin caller of [`start`]; everything a daemon does between its
 //! arguments and its exit lives here.
@@ -106,6 +107,21 @@ pub fn start<F: Future<Output = ()>>(
             })?;
         // The exact tokenizer's vocabulary (tens of MiB, tens of milliseconds) is built on first
         // need only: a search whose text is within its budget in bytes never needs it.
+        let endpoint = match settings.metrics_listen {
+            Some(addr) => {
+                let listener =
+                    super::metrics_http::bind(addr).map_err(|source| StartError::Io {
+                        doing: format!("listening for Prometheus on {addr} (metricsListen)"),
+                        source,
+                    })?;
+                tracing::info!(%addr, "serving /metrics");
+                Some(tokio::spawn(super::metrics_http::serve(
+                    listener,
+                    engine.clone(),
+                )))
+            }
+            None => None,
+        };
         let reloader = tokio::spawn(reload_loop(
             engine.clone(),
             Duration::from_millis(settings.reload_interval_ms.max(50)),
@@ -140,8 +156,13 @@ pub fn start<F: Future<Output = ()>>(
         )
         .await;
         reloader.abort();
+        if let Some(endpoint) = endpoint {
+            endpoint.abort();
+        }
         Ok::<_, StartError>(())
     })?;
+    // What the recorder still holds is written before the process can exit.
+    engine.recorder.flush();
     // The lock goes last: no second daemon starts on this path before the drain is over.
     drop(socket_file);
     tracing::info!("stopped");

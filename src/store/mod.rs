@@ -1,10 +1,15 @@
 //! The only module that runs SQL: the SQLite file, its pool and schema, the presentation
-//! table and the circuit breaker's tables. Reads and writes: the database file.
+//! table, the circuit breaker's tables and the rollout's metrics. Reads and writes: the
+//! database file.
 
 mod breaker;
+mod metrics;
 mod presentation;
 
 pub use breaker::{BreakerRow, BreakerStore, StreakRow};
+pub use metrics::{
+    Assignment, Epoch, MetricsStore, Observed, QcResult, QcRow, ReviewedPass, WindowData,
+};
 pub use presentation::PresentationStore;
 
 use std::os::unix::fs::DirBuilderExt;
@@ -71,6 +76,8 @@ const MIGRATIONS: &[&str] = &[
         streak INTEGER NOT NULL,
         PRIMARY KEY (session_id, tool, code, file)
     ) WITHOUT ROWID;",
+    // The rollout's measurements (`metrics` in ARCHITECTURE.md).
+    metrics::MIGRATION,
 ];
 
 /// The database: a connection pool over one SQLite file in WAL mode.

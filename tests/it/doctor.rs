@@ -64,6 +64,7 @@ fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
         "guidebook",
         "database",
         "flags",
+        "metrics",
     ];
     assert_eq!(report.lines().count(), checks.len(), "{report}");
     for check in checks {

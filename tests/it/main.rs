@@ -21,6 +21,7 @@ mod hook;
 mod hooks_install;
 mod lifecycle;
 mod mcp;
+mod metrics;
 mod openrpc;
 mod presentation;
 mod protocol;

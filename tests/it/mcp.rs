@@ -181,7 +181,11 @@ fn tools_list_names_every_tool_with_a_schema_under_each_protocol_version() {
                 "build_prompt",
                 "record_error",
                 "breaker_status",
-                "list_flags"
+                "list_flags",
+                "record_qc_result",
+                "record_qc_review",
+                "record_session_tokens",
+                "ab_assign"
             ],
             "{version}"
         );
@@ -385,6 +389,41 @@ fn agent_tools_call_the_sidecar_and_report_its_errors() {
     );
     let flags = tool_json(&mut mcp, "list_flags", json!({}));
     assert!(flags["flags"].is_object(), "{flags}");
+
+    // An orchestrator's reports, through the same face.
+    let assigned = tool_json(&mut mcp, "ab_assign", json!({"task_id": "T-mcp"}));
+    assert_eq!(assigned["newlyAssigned"], true, "{assigned}");
+    let again = sidecar.result("abAssign", json!({"taskId": "T-mcp"}));
+    assert_eq!(again["newlyAssigned"], false, "{again}");
+    assert_eq!(
+        (&again["group"], &again["assignedAt"]),
+        (&assigned["group"], &assigned["assignedAt"]),
+        "the group the sidecar recorded"
+    );
+    let qc = tool_json(
+        &mut mcp,
+        "record_qc_result",
+        json!({"task_id": "T-mcp", "passed": true, "duration_sec": 12.0, "model": assigned["model"]}),
+    );
+    assert_eq!(qc["group"], assigned["group"], "{qc}");
+    let review = tool_json(
+        &mut mcp,
+        "record_qc_review",
+        json!({"task_id": "T-mcp", "defect_found": true, "reviewer": "person"}),
+    );
+    assert_eq!(review["model"], assigned["model"], "{review}");
+    let tokens = tool_json(
+        &mut mcp,
+        "record_session_tokens",
+        json!({"session_id": "agent", "tokens": 1234}),
+    );
+    assert_eq!(tokens, json!({"recorded": true}));
+    let no_type = tool_error(
+        &mut mcp,
+        "record_qc_result",
+        json!({"task_id": "T-x", "passed": false, "duration_sec": 1.0, "model": "haiku"}),
+    );
+    assert!(no_type.contains("issueType"), "{no_type}");
 
     // Errors come back as tool errors that say what is wrong.
     let relative = tool_error(

@@ -105,6 +105,10 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
             "breakerStatus",
             "resetBreaker",
             "status",
+            "recordQcResult",
+            "recordQcReview",
+            "recordSessionTokens",
+            "abAssign",
             "rpc.discover"
         ]
     );

@@ -6,8 +6,8 @@ use std::fmt;
 
 use adaptive_guidebook::rpc;
 use guidebook_hook::protocol::{
-    method, no_params, BuildPrompt, Call, CheckError, Explain, IsEnabled, RecordError, Search,
-    SessionCall, SetFlag,
+    method, no_params, AbAssign, BuildPrompt, Call, CheckError, Explain, IsEnabled, RecordError,
+    RecordQcResult, RecordQcReview, RecordSessionTokens, Search, SessionCall, SetFlag,
 };
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde_json::Value;
@@ -117,6 +117,46 @@ fn every_call() -> Vec<Probe> {
             parses::<rpc::reset_breaker::Params>,
         ),
         (
+            RecordQcResult {
+                task_id: "drift-task".into(),
+                session_id: Some("s".into()),
+                passed: false,
+                issue_type: Some("other".into()),
+                duration_sec: 1.5,
+                model: "sonnet".into(),
+            }
+            .call(),
+            fields_of::<rpc::record_qc_result::Params>(),
+            parses::<rpc::record_qc_result::Params>,
+        ),
+        (
+            RecordQcReview {
+                task_id: "drift-passed".into(),
+                defect_found: false,
+                reviewer: Some("person".into()),
+            }
+            .call(),
+            fields_of::<rpc::record_qc_review::Params>(),
+            parses::<rpc::record_qc_review::Params>,
+        ),
+        (
+            RecordSessionTokens {
+                session_id: "s".into(),
+                tokens: 1000,
+            }
+            .call(),
+            fields_of::<rpc::record_session_tokens::Params>(),
+            parses::<rpc::record_session_tokens::Params>,
+        ),
+        (
+            AbAssign {
+                task_id: "drift-task".into(),
+            }
+            .call(),
+            fields_of::<rpc::ab_assign::Params>(),
+            parses::<rpc::ab_assign::Params>,
+        ),
+        (
             no_params(method::DISCOVER),
             fields_of::<rpc::discover::Params>(),
             parses::<rpc::discover::Params>,
@@ -191,6 +231,16 @@ fn the_openrpc_document_describes_every_builder_and_its_members() {
 #[test]
 fn a_real_sidecar_answers_every_builder_without_a_params_error() {
     let sidecar = Sidecar::start_default();
+    // Only a QC pass is re-reviewed: the review's task passed first.
+    let pass = RecordQcResult {
+        task_id: "drift-passed".into(),
+        passed: true,
+        duration_sec: 3.0,
+        model: "sonnet".into(),
+        ..RecordQcResult::default()
+    }
+    .call();
+    sidecar.result(pass.method, pass.params_value());
     for (call, ..) in every_call() {
         let response = sidecar.call(call.method, call.params_value());
         if let Some(error) = response.get("error") {
