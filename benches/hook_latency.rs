@@ -8,7 +8,9 @@
 //! Run with `benches/hook-latency.sh` (builds the release binaries first). With
 //! `HOOK_BENCH_BASELINE=DIR`, a directory holding `guidebook` and `guidebook-hook` of another
 //! build (say, the `main` before a change), that build's hook and search run interleaved with
-//! this one's, each against its own sidecar, and the ratios compare the two.
+//! this one's, each against its own sidecar, and the ratios compare the two. With
+//! `HOOK_BENCH_RECORDING_OFF=1` instead, the compared series is this build with metrics
+//! recording off (`ADAPTIVE_GUIDEBOOK_RECORD_METRICS=0`): what recording costs a hook.
 
 mod common;
 
@@ -51,17 +53,34 @@ fn main() {
     let socket = home.join("sidecar.sock");
 
     let daemon = common::BenchSidecar::start(&guidebook, &home, &root);
-    let baseline = std::env::var_os("HOOK_BENCH_BASELINE").map(|dir| {
-        let dir = PathBuf::from(dir);
-        // A home of its own, beside this build's.
-        let home = home.with_file_name("home-baseline");
-        let daemon = common::BenchSidecar::start(&dir.join("guidebook"), &home, &root);
-        (
-            dir.join("guidebook-hook"),
-            home.join("sidecar.sock"),
-            daemon,
-        )
-    });
+    let recording_off = std::env::var_os("HOOK_BENCH_RECORDING_OFF").is_some_and(|v| v == "1");
+    let baseline = if recording_off {
+        let home = home.with_file_name("home-recording-off");
+        let daemon = common::BenchSidecar::start_with_env(
+            &guidebook,
+            &home,
+            &root,
+            &[("ADAPTIVE_GUIDEBOOK_RECORD_METRICS", "0")],
+        );
+        Some((shim.clone(), home.join("sidecar.sock"), daemon))
+    } else {
+        std::env::var_os("HOOK_BENCH_BASELINE").map(|dir| {
+            let dir = PathBuf::from(dir);
+            // A home of its own, beside this build's.
+            let home = home.with_file_name("home-baseline");
+            let daemon = common::BenchSidecar::start(&dir.join("guidebook"), &home, &root);
+            (
+                dir.join("guidebook-hook"),
+                home.join("sidecar.sock"),
+                daemon,
+            )
+        })
+    };
+    let compared_name = if recording_off {
+        "recording off"
+    } else {
+        "baseline build"
+    };
 
     let patch: String = files
         .iter()
@@ -209,17 +228,24 @@ fn main() {
     }
     let mut compared = serde_json::Value::Null;
     if let Some((_, _, base_daemon)) = &baseline {
-        let base_hook_m = row("baseline build: hook (warm)", &mut t_base_hook);
-        let base_rpc_m = row("baseline build: search round trip", &mut t_base_rpc);
+        let base_hook_m = row(&format!("{compared_name}: hook (warm)"), &mut t_base_hook);
+        let base_rpc_m = row(
+            &format!("{compared_name}: search round trip"),
+            &mut t_base_rpc,
+        );
         println!(
-            "this build / baseline (medians): hook {:.3}x, search round trip {:.3}x",
+            "this build / {compared_name} (medians): hook {:.3}x, search round trip {:.3}x",
             hook_m.0 / base_hook_m.0,
             rpc_m.0 / base_rpc_m.0
         );
         if let Some(kib) = base_daemon.peak_rss_kib() {
-            println!("baseline sidecar peak RSS: {:.1} MiB", kib as f64 / 1024.0);
+            println!(
+                "{compared_name} sidecar peak RSS: {:.1} MiB",
+                kib as f64 / 1024.0
+            );
         }
         compared = serde_json::json!({
+            "series": compared_name,
             "hook": {"medianMs": base_hook_m.0, "p99Ms": base_hook_m.1},
             "rpc": {"medianMs": base_rpc_m.0, "p99Ms": base_rpc_m.1},
         });

@@ -311,10 +311,21 @@ pub struct BenchSidecar {
 impl BenchSidecar {
     /// Starts the release `guidebook serve` with its home under `home`, serving `root`.
     pub fn start(guidebook: &Path, home: &Path, root: &Path) -> BenchSidecar {
+        Self::start_with_env(guidebook, home, root, &[])
+    }
+
+    /// Like [`BenchSidecar::start`], with more environment for the daemon.
+    pub fn start_with_env(
+        guidebook: &Path,
+        home: &Path,
+        root: &Path,
+        env: &[(&str, &str)],
+    ) -> BenchSidecar {
         let socket = home.join("sidecar.sock");
         let started = std::time::Instant::now();
         let child = Command::new(guidebook)
             .arg("serve")
+            .envs(env.iter().copied())
             .env("ADAPTIVE_GUIDEBOOK_HOME", home)
             .env("ADAPTIVE_GUIDEBOOK_ROOT", root)
             .env("RUST_LOG", "warn")
