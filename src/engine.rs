@@ -111,11 +111,20 @@ pub fn evaluate_file(
 impl Engine {
     /// Opens the database and loads the guidebook described by `settings`.
     pub fn open(settings: Settings) -> Result<Engine, StoreError> {
+        let engine = Self::open_unloaded(settings)?;
+        engine.guidebook.reload();
+        Ok(engine)
+    }
+
+    /// Opens the database; the guidebook stays empty until the caller runs its first
+    /// `reload` (the daemon does so on a thread of its own, after its socket answers), and
+    /// searches wait for that load.
+    pub fn open_unloaded(settings: Settings) -> Result<Engine, StoreError> {
         let db = Database::open(
             &settings.db,
             Duration::from_millis(settings.busy_timeout_ms),
         )?;
-        let guidebook = Arc::new(Guidebook::load(settings.guidebook_root.clone()));
+        let guidebook = Arc::new(Guidebook::new(settings.guidebook_root.clone()));
         Ok(Engine {
             guidebook,
             prompts: PromptPacks::load(settings.guidebook_root.clone()),

@@ -48,7 +48,10 @@ pub fn explain(
     filepaths: &[String],
     session_id: Option<&str>,
 ) -> Result<Explanation, StoreError> {
-    let snapshot = engine.guidebook.snapshot();
+    let snapshot = engine
+        .guidebook
+        .loaded_snapshot(None)
+        .expect("no deadline: waits for the first load");
     let paths: Vec<&str> = filepaths.iter().map(String::as_str).collect();
     let evaluations = engine.evaluate(&snapshot, &paths, true);
 

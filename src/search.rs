@@ -53,7 +53,11 @@ pub fn search(
     if request.filepaths.is_empty() {
         return Ok(Vec::new());
     }
-    let snapshot = engine.guidebook.snapshot();
+    // A daemon that has just started may still be compiling its guidebook.
+    let snapshot = engine
+        .guidebook
+        .loaded_snapshot(request.deadline)
+        .ok_or(SearchError::DeadlineExceeded)?;
     let paths: Vec<&str> = request.filepaths.iter().map(String::as_str).collect();
     let mut matched = vec![false; snapshot.guidelines.len()];
     let evaluated = engine

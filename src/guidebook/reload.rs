@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 
@@ -28,6 +29,8 @@ pub struct Guidebook {
     current: ArcSwap<GuidelineSnapshot>,
     /// Held only by the reloader (one at a time); request handlers never touch it.
     files: Mutex<ReloadState>,
+    /// Whether the first load has been swapped in; searches that arrive before wait on it.
+    loaded: (Mutex<bool>, Condvar),
 }
 
 #[derive(Debug, Default)]
@@ -44,6 +47,7 @@ impl Guidebook {
             current: ArcSwap::from_pointee(GuidelineSnapshot::empty(root.clone())),
             root,
             files: Mutex::new(ReloadState::default()),
+            loaded: (Mutex::new(false), Condvar::new()),
         }
     }
 
@@ -56,6 +60,35 @@ impl Guidebook {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Whether the first load is done (before it, [`Guidebook::snapshot`] is empty).
+    pub fn is_loaded(&self) -> bool {
+        *self.loaded.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The snapshot to serve one request from, once the first load is done: waits for it (a
+    /// daemon answers its socket before its guidebook is compiled) until `deadline`, and gives
+    /// `None` if the deadline passes first.
+    pub fn loaded_snapshot(&self, deadline: Option<Instant>) -> Option<Arc<GuidelineSnapshot>> {
+        let (lock, cvar) = &self.loaded;
+        let mut loaded = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while !*loaded {
+            loaded = match deadline {
+                None => cvar.wait(loaded).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    cvar.wait_timeout(loaded, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        drop(loaded);
+        Some(self.snapshot())
     }
 
     /// The snapshot to serve one request from. Handlers hold the `Arc`, never a guard, so a
@@ -171,6 +204,11 @@ impl Guidebook {
             "guidebook loaded"
         );
         self.current.store(Arc::new(snapshot));
+        let mut loaded = self.loaded.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !*loaded {
+            *loaded = true;
+            self.loaded.1.notify_all();
+        }
         outcome
     }
 }

@@ -67,7 +67,11 @@ pub fn handle(engine: &Engine, _params: Params) -> Status {
         guidebook: GuidebookStatus {
             root: s.root.display().to_string(),
             guidelines: s.guidelines.len(),
-            loaded_at: Some(crate::time::rfc3339(s.loaded_at)),
+            // `null` while the first load is still compiling.
+            loaded_at: engine
+                .guidebook
+                .is_loaded()
+                .then(|| crate::time::rfc3339(s.loaded_at)),
             // Guideline and prompt-pack files share one list: both live under the root.
             errors: s
                 .errors

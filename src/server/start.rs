@@ -72,7 +72,26 @@ pub fn start<F: Future<Output = ()>>(
             tracing::info!(root = %root.display(), "installed the sample guidebook");
         }
     }
-    let engine = Arc::new(Engine::open(settings.clone())?);
+    // The guidebook is compiled on a thread of its own while the socket comes up: `status`
+    // answers at once, and the first searches wait for the load (within their deadline).
+    let engine = Arc::new(Engine::open_unloaded(settings.clone())?);
+    {
+        let engine = engine.clone();
+        std::thread::Builder::new()
+            .name("guidebook-load".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                engine.guidebook.reload();
+                tracing::info!(
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "guidebook ready"
+                );
+            })
+            .map_err(|source| StartError::Io {
+                doing: "starting the guidebook loader".into(),
+                source,
+            })?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("guidebook")

@@ -413,12 +413,17 @@ impl Sidecar {
         self.wait_ready();
     }
 
-    /// Polls until the socket accepts connections; fails with the daemon's stderr if it exits.
+    /// Polls until the socket accepts connections and the guidebook is loaded (the daemon
+    /// answers before it has compiled its guidebook; `status` says `loadedAt: null` until
+    /// then); fails with the daemon's stderr if it exits.
     fn wait_ready(&mut self) {
         let started = Instant::now();
         loop {
             if UnixStream::connect(&self.socket).is_ok() {
-                return;
+                let status = self.call("status", json!({}));
+                if !status["result"]["guidebook"]["loadedAt"].is_null() {
+                    return;
+                }
             }
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!(

@@ -1,10 +1,12 @@
 //! The daemon's life: first start installs the sample guidebook, a stale socket is replaced, a
 //! live one is never stolen, and SIGTERM drains in-flight requests, exits 0 and removes the
-//! socket.
+//! socket. The socket answers before the guidebook is compiled; searches wait for it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
+use std::process::Stdio;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -186,4 +188,71 @@ fn sigterm_answers_every_request_already_sent_exits_0_and_removes_the_socket() {
         in_flight.is_some_and(|n| n > 0),
         "no request was in flight at SIGTERM:\n{log}"
     );
+}
+
+/// Writes `count` guidelines whose patterns take a while to compile (Unicode classes).
+fn large_guidebook(root: &std::path::Path, count: usize) {
+    for i in 0..count {
+        write_guideline(
+            root,
+            &format!("g{i:05}"),
+            &format!(
+                "id: g{i:05}\nmatch:\n  any:\n    - regex:\n        pattern: 'val\\s+\\w+Config{i}\\s*='\n    \
+                 - regex:\n        pattern: '\\bOrderClient{i}\\s*\\.\\s*(get|post)\\('\ncontent: Guideline {i}.\n"
+            ),
+        );
+    }
+}
+
+#[test]
+fn the_socket_answers_while_a_large_guidebook_is_still_being_prepared() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    large_guidebook(&root, 3000);
+    let file = write_file(dir.path(), "Config.kt", "val orderConfig2999 = 1\n");
+    let home = dir.path().join("home");
+    let socket = home.join("sidecar.sock");
+    let mut child = isolated_guidebook()
+        .arg("serve")
+        .env("ADAPTIVE_GUIDEBOOK_HOME", &home)
+        .env("ADAPTIVE_GUIDEBOOK_ROOT", &root)
+        .env("HOME", dir.path())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while UnixStream::connect(&socket).is_err() {
+        assert!(started.elapsed() < WATCHDOG, "no socket");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let call = |method: &str, params: Value| -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let (_, body) = http_post(&socket, body.to_string().as_bytes());
+        serde_json::from_slice(&body).unwrap()
+    };
+    // 6,000 patterns are still compiling: status answers, and says so.
+    let early = call("status", json!({}));
+    assert_eq!(
+        early["result"]["guidebook"]["loadedAt"],
+        Value::Null,
+        "{early}"
+    );
+    assert_eq!(early["result"]["guidebook"]["guidelines"], 0, "{early}");
+    // A search that cannot wait gets the deadline error and records nothing...
+    let hurried = call(
+        "search",
+        json!({"sessionId": "s", "filepaths": [file], "deadlineMs": 1}),
+    );
+    assert_eq!(hurried["error"]["code"], -32001, "{hurried}");
+    // ...one that can wait gets its guideline once the guidebook is ready.
+    let patient = call("search", json!({"sessionId": "s", "filepaths": [file]}));
+    assert_eq!(patient["result"][0]["id"], "g02999", "{patient}");
+    let ready = call("status", json!({}));
+    assert_eq!(ready["result"]["guidebook"]["guidelines"], 3000, "{ready}");
+    assert!(ready["result"]["guidebook"]["loadedAt"].is_string());
+    let _ = child.kill();
+    let _ = child.wait();
 }

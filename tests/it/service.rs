@@ -111,7 +111,23 @@ fn service_socket_activation_answers_on_the_inherited_socket_and_notifies_system
     assert_eq!(status, 200, "{}", log());
     let response: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(response["result"]["socket"], socket.display().to_string());
-    assert_eq!(response["result"]["guidebook"]["guidelines"], 5);
+    // The guidebook is compiled after the socket answers.
+    let started = Instant::now();
+    let loaded = loop {
+        let (_, body) = http_post(
+            &socket,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "status", "params": {}})
+                .to_string()
+                .as_bytes(),
+        );
+        let response: Value = serde_json::from_slice(&body).unwrap();
+        if !response["result"]["guidebook"]["loadedAt"].is_null() {
+            break response;
+        }
+        assert!(started.elapsed() < WATCHDOG, "never loaded:\n{}", log());
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(loaded["result"]["guidebook"]["guidelines"], 5);
     let ready = notification(&notify);
     assert!(ready.starts_with("READY=1\n"), "{ready:?}");
     assert!(log().contains("activated=true"), "{}", log());
