@@ -3,7 +3,9 @@
 //! new session (so every one records, as hooks do). Reports requests per second, p50/p99/max
 //! latency, errors and the sidecar's peak RSS; writes target/bench-results/load.json.
 //!
-//! Run with `benches/run-all.sh`. Env: LOAD_CLIENTS (default 8), LOAD_SECS (default 5).
+//! Run with `benches/run-all.sh`. Env: LOAD_CLIENTS (default 8), LOAD_SECS (default 5),
+//! LOAD_GUIDELINES (default 1000), BENCH_CORPUS=near-miss, BENCH_GUIDEBOOK (a directory with
+//! another build's `guidebook` to measure instead).
 
 mod common;
 
@@ -18,17 +20,20 @@ use serde_json::json;
 fn main() {
     let clients: usize = env_or("LOAD_CLIENTS", 8);
     let secs: f64 = env_or("LOAD_SECS", 5.0);
-    let guidebook = PathBuf::from(env!("CARGO_BIN_EXE_guidebook"));
+    let guidelines: usize = env_or("LOAD_GUIDELINES", 1000);
+    let guidebook = std::env::var_os("BENCH_GUIDEBOOK")
+        .map(|dir| PathBuf::from(dir).join("guidebook"))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_guidebook")));
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("guidebook");
     let repo = dir.path().join("repo");
-    common::write_guidebook(&root, 1000, 7);
+    common::write_guidebook(&root, guidelines, 7);
     common::git_repo(&repo, "git@github.com:acme/backend-order.git");
     let files = Arc::new(common::write_kotlin_files(
         &repo.join("src"),
         10,
         20_000,
-        1000,
+        guidelines,
         11,
     ));
     let sidecar = BenchSidecar::start(&guidebook, &dir.path().join("home"), &root);
@@ -78,7 +83,7 @@ fn main() {
     let max = percentile(&mut latencies, 1.0);
     let rss = sidecar.peak_rss_kib();
     println!(
-        "load: {clients} clients x {elapsed:.1} s, search of 10 x 20 KB files, 1000 guidelines"
+        "load: {clients} clients x {elapsed:.1} s, search of 10 x 20 KB files, {guidelines} guidelines"
     );
     println!(
         "{ok} ok, {errors} errors, {rps:.0} req/s, p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms, peak RSS {:.1} MiB",

@@ -42,8 +42,8 @@ fn main() {
     common::git_repo(&repo, "git@github.com:acme/backend-order.git");
 
     println!(
-        "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "point", "rpc med", "rpc p99", "hook med", "cold med", "start ms", "RSS MiB"
+        "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "point", "rpc med", "rpc p99", "hook med", "cold med", "socket ms", "ready ms", "RSS MiB"
     );
     let mut guidelines_rows = Vec::new();
     let counts: Vec<usize> = std::env::var("SCALING_GUIDELINES")
@@ -138,12 +138,13 @@ fn ms(d: Duration) -> f64 {
 fn print_row(name: &str, p: &Value) {
     let f = |k: &str| p[k].as_f64().map_or("-".to_string(), |v| format!("{v:.3}"));
     println!(
-        "{name:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{name:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         f("rpcMedianMs"),
         f("rpcP99Ms"),
         f("hookMedianMs"),
         f("coldMedianMs"),
         f("startupMs"),
+        f("readyMs"),
         p["peakRssKiB"]
             .as_f64()
             .map_or("-".into(), |k| format!("{:.1}", k / 1024.0)),
@@ -252,6 +253,7 @@ fn measure(
         "bytes": bytes,
         "shown": shown,
         "startupMs": ms(sidecar.startup),
+        "readyMs": ms(sidecar.ready),
         "rpcMedianMs": rpc_med,
         "rpcP99Ms": percentile(&mut rpc, 0.99),
         "rpcMBPerS": bytes as f64 / 1e6 / (rpc_med / 1000.0),

@@ -39,7 +39,56 @@ pub struct Engine {
     pub recorder: Recorder,
     /// The live counters of the Prometheus endpoint.
     pub telemetry: Telemetry,
+    /// At most one evaluation per core at a time (see [`Gate`]).
+    matching: Gate,
     pub started: Instant,
+}
+
+/// A counting gate: at most `n` holders at once; the others wait, each within its deadline.
+#[derive(Debug)]
+struct Gate {
+    free: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+struct Permit<'a>(&'a Gate);
+
+impl Gate {
+    fn new(n: usize) -> Gate {
+        Gate {
+            free: std::sync::Mutex::new(n.max(1)),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// A permit, or `None` if `deadline` passes while waiting for one.
+    fn enter(&self, deadline: Option<Instant>) -> Option<Permit<'_>> {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        while *free == 0 {
+            free = match deadline {
+                None => self.freed.wait(free).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    self.freed
+                        .wait_timeout(free, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        *free -= 1;
+        Some(Permit(self))
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// One file's evaluation.
@@ -139,6 +188,11 @@ impl Engine {
                 Recorder::off()
             },
             telemetry: Telemetry::default(),
+            matching: Gate::new(
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(2),
+            ),
             presentations: PresentationStore::new(db),
             started: Instant::now(),
             settings,
@@ -166,6 +220,9 @@ impl Engine {
         details: bool,
         deadline: Option<Instant>,
     ) -> Option<Vec<FileEvaluation>> {
+        // One evaluation per core: more only interleave on the same cores, and each thread that
+        // scans keeps a lazy-DFA cache of its own (megabytes with a large guidebook).
+        let _permit = self.matching.enter(deadline)?;
         // Where each path's evaluation sits in `out`, so a repeated path is copied, not re-read.
         let mut seen: HashMap<&str, usize> = HashMap::new();
         let mut applicability = ApplicabilityCache::new();
@@ -190,5 +247,28 @@ impl Engine {
             out.push(evaluation);
         }
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_lets_n_in_and_the_next_waits_within_its_deadline() {
+        let gate = Gate::new(2);
+        let a = gate.enter(None).unwrap();
+        let _b = gate.enter(None).unwrap();
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert!(
+            gate.enter(Some(soon)).is_none(),
+            "a third waits, then gives up"
+        );
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| gate.enter(None).is_some());
+            std::thread::sleep(Duration::from_millis(10));
+            drop(a);
+            assert!(waiter.join().unwrap(), "a freed permit lets the waiter in");
+        });
     }
 }

@@ -304,8 +304,10 @@ pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
 pub struct BenchSidecar {
     pub child: std::process::Child,
     pub socket: PathBuf,
-    /// From spawn until the socket accepted a connection (load, compile, open SQLite).
+    /// From spawn until the socket accepted a connection (the guidebook is compiled after).
     pub startup: std::time::Duration,
+    /// From spawn until the first `search` was answered: the guidebook loaded and compiled.
+    pub ready: std::time::Duration,
 }
 
 impl BenchSidecar {
@@ -339,8 +341,26 @@ impl BenchSidecar {
             );
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
+        let startup = started.elapsed();
+        // The first search waits for the guidebook's first load.
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"search","params":{"sessionId":"bench-ready","filepaths":["/nonexistent/bench-ready.kt"]}}"#;
+        let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        use std::io::{Read, Write};
+        write!(
+            s,
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        s.read_to_end(&mut answer).unwrap();
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200"),
+            "the first search failed"
+        );
         BenchSidecar {
-            startup: started.elapsed(),
+            startup,
+            ready: started.elapsed(),
             child,
             socket,
         }
