@@ -7,7 +7,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
-use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
+use regex::bytes::Regex;
+use regex_automata::meta;
+use regex_automata::util::syntax;
+use regex_automata::{Input, MatchKind, PatternSet};
 
 use super::load::{compile_pattern, LoadError, REGEX_SIZE_LIMIT};
 use super::Guideline;
@@ -63,8 +66,12 @@ enum Matcher {
     /// the file per set. `owners[i]` is the guideline that pattern `i` of all sets (numbered
     /// across them) belongs to.
     Sets {
-        sets: Vec<RegexSet>,
+        sets: Vec<meta::Regex>,
         owners: Vec<u32>,
+        /// Search caches, one per set, for each search running now or before: a search takes a
+        /// row (or makes one) and puts it back. At most one row per concurrent search exists,
+        /// where the regex crate's own pool keeps one per thread shard that ever searched.
+        caches: std::sync::Mutex<Vec<Vec<meta::Cache>>>,
     },
     /// The combined automaton exceeded its size limit; fall back to one pass per pattern
     /// rather than refusing the whole guidebook.
@@ -79,20 +86,27 @@ enum Matcher {
 /// 2,048 keeps a margin below it and leaves guidebooks of up to ~1,000 guidelines in one set.
 const PATTERNS_PER_SET: usize = 2048;
 
-/// Compiles `patterns` into sets of at most [`PATTERNS_PER_SET`] each, in order.
-fn build_sets(patterns: &[String]) -> Result<Vec<RegexSet>, regex::Error> {
+/// Compiles `patterns` into sets of at most [`PATTERNS_PER_SET`] each, in order, configured
+/// as `regex::bytes::RegexSetBuilder` configures its engine (all matches, no captures, bytes
+/// not required to be UTF-8, `^`/`$` at lines).
+fn build_sets(patterns: &[String]) -> Result<Vec<meta::Regex>, meta::BuildError> {
     patterns
         .chunks(PATTERNS_PER_SET)
         .map(|chunk| {
-            RegexSetBuilder::new(chunk)
-                .multi_line(true)
-                .size_limit(
+            let config = meta::Config::new()
+                .match_kind(MatchKind::All)
+                .utf8_empty(false)
+                .which_captures(regex_automata::nfa::thompson::WhichCaptures::None)
+                .nfa_size_limit(Some(
                     REGEX_SIZE_LIMIT
                         .saturating_mul(chunk.len().max(1))
                         .min(1 << 30),
-                )
-                .dfa_size_limit(64 << 20)
-                .build()
+                ))
+                .hybrid_cache_capacity(64 << 20);
+            meta::Builder::new()
+                .configure(config)
+                .syntax(syntax::Config::new().multi_line(true).utf8(false))
+                .build_many(chunk)
         })
         .collect()
 }
@@ -151,7 +165,11 @@ impl GuidelineSnapshot {
             })
             .collect();
         let matcher = match build_sets(&patterns) {
-            Ok(sets) => Matcher::Sets { sets, owners },
+            Ok(sets) => Matcher::Sets {
+                sets,
+                owners,
+                caches: std::sync::Mutex::new(Vec::new()),
+            },
             Err(e) => {
                 tracing::warn!("patterns too large for one automaton ({e}); matching one by one");
                 Matcher::EachPattern
@@ -217,15 +235,26 @@ impl GuidelineSnapshot {
         }
         let mut hit = vec![false; self.guidelines.len()];
         match &self.matcher {
-            Matcher::Sets { sets, owners } => {
+            Matcher::Sets {
+                sets,
+                owners,
+                caches,
+            } => {
+                let taken = caches.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                let mut row =
+                    taken.unwrap_or_else(|| sets.iter().map(|s| s.create_cache()).collect());
+                let input = Input::new(content);
                 let mut base = 0;
-                for set in sets {
-                    for i in set.matches(content).iter() {
-                        let g = owners[base + i] as usize;
+                for (set, cache) in sets.iter().zip(row.iter_mut()) {
+                    let mut found = PatternSet::new(set.pattern_len());
+                    set.which_overlapping_matches_with(cache, &input, &mut found);
+                    for pid in found.iter() {
+                        let g = owners[base + pid.as_usize()] as usize;
                         hit[g] = applicable[g];
                     }
-                    base += set.len();
+                    base += set.pattern_len();
                 }
+                caches.lock().unwrap_or_else(|p| p.into_inner()).push(row);
             }
             Matcher::EachPattern => {
                 for (g, cg) in self.guidelines.iter().enumerate() {
@@ -314,6 +343,21 @@ mod tests {
 
     /// More patterns than one set holds: the matches of later sets map back to the right
     /// guidelines (the pattern numbering continues across sets).
+    #[test]
+    fn searches_one_after_another_share_one_row_of_caches_whatever_their_thread() {
+        let s = snapshot();
+        let applicable = vec![true; s.guidelines.len()];
+        for _ in 0..10 {
+            std::thread::scope(|scope| {
+                scope.spawn(|| s.matching(b"fun f() { println(1) }", &applicable));
+            });
+        }
+        let Matcher::Sets { caches, .. } = &s.matcher else {
+            panic!("sets expected")
+        };
+        assert_eq!(caches.lock().unwrap().len(), 1, "one row, reused by ten threads");
+    }
+
     #[test]
     fn patterns_beyond_the_first_set_match_their_own_guidelines() {
         let n = PATTERNS_PER_SET * 2 + 10;
