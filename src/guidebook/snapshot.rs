@@ -355,7 +355,11 @@ mod tests {
         let Matcher::Sets { caches, .. } = &s.matcher else {
             panic!("sets expected")
         };
-        assert_eq!(caches.lock().unwrap().len(), 1, "one row, reused by ten threads");
+        assert_eq!(
+            caches.lock().unwrap().len(),
+            1,
+            "one row, reused by ten threads"
+        );
     }
 
     #[test]
