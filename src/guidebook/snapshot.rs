@@ -89,7 +89,7 @@ const PATTERNS_PER_SET: usize = 2048;
 /// Compiles `patterns` into sets of at most [`PATTERNS_PER_SET`] each, in order, configured
 /// as `regex::bytes::RegexSetBuilder` configures its engine (all matches, no captures, bytes
 /// not required to be UTF-8, `^`/`$` at lines).
-fn build_sets(patterns: &[String]) -> Result<Vec<meta::Regex>, meta::BuildError> {
+fn build_sets(patterns: &[String]) -> Result<Vec<meta::Regex>, String> {
     patterns
         .chunks(PATTERNS_PER_SET)
         .map(|chunk| {
@@ -107,6 +107,7 @@ fn build_sets(patterns: &[String]) -> Result<Vec<meta::Regex>, meta::BuildError>
                 .configure(config)
                 .syntax(syntax::Config::new().multi_line(true).utf8(false))
                 .build_many(chunk)
+                .map_err(|e| e.to_string())
         })
         .collect()
 }
