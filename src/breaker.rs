@@ -28,6 +28,17 @@ pub enum BreakerState {
     Halt,
 }
 
+impl BreakerState {
+    /// The state as the wire and the metrics name it: `continue`, `warning` or `halt`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BreakerState::Continue => "continue",
+            BreakerState::Warning => "warning",
+            BreakerState::Halt => "halt",
+        }
+    }
+}
+
 /// The key that halted a session, with its streak at that moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trip {

@@ -150,17 +150,7 @@ pub fn run(settings: &Settings, command: MetricsCommand) -> Result<ExitCode, Cli
             let ab: Vec<ab::AbReport> = (1..=520)
                 .map(|n| dir.ab_path(n))
                 .filter(|p| p.exists())
-                .map(|p| {
-                    let text = std::fs::read_to_string(&p).map_err(|source| MetricsError::Io {
-                        doing: "reading",
-                        path: p.clone(),
-                        source,
-                    })?;
-                    serde_json::from_str(&text).map_err(|e| MetricsError::BadFile {
-                        path: p.clone(),
-                        message: e.to_string(),
-                    })
-                })
+                .map(|p| dir.read_json(&p))
                 .collect::<Result<_, MetricsError>>()?;
             if let Some(parent) = out.parent() {
                 std::fs::create_dir_all(parent).map_err(|source| CliError::Io {

@@ -16,7 +16,7 @@ pub use files::{Alert, MetricsData, MetricsFile};
 pub use recorder::Recorder;
 pub use telemetry::{HookKind, Telemetry};
 
-use crate::store::{MetricsStore, StoreError};
+use crate::store::{MetricsStore, StoreError, WindowData};
 use crate::time::{date_of, parse_date};
 
 /// The days a baseline covers, and a week.
@@ -105,6 +105,14 @@ impl MetricsDir {
 
     /// Reads a baseline or weekly file.
     pub fn read(&self, path: &Path) -> Result<MetricsFile, MetricsError> {
+        self.read_json(path)
+    }
+
+    /// Reads any file of the directory (an A/B report, say) as `T`.
+    pub fn read_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &Path,
+    ) -> Result<T, MetricsError> {
         let text = std::fs::read_to_string(path).map_err(|source| MetricsError::Io {
             doing: "reading",
             path: path.to_path_buf(),
@@ -166,8 +174,13 @@ pub fn day_start(date: Option<&str>) -> Result<i64, MetricsError> {
     }
 }
 
-/// The figures of the `days` ending with the day that begins at `day`.
-pub fn measure(store: &MetricsStore, day: i64, days: i64) -> Result<MetricsData, MetricsError> {
+/// The records of the `days` ending with the day that begins at `day`, and of the 30 days
+/// ending with it (the pass rate's own window; the same read when `days` is 30).
+fn windows(
+    store: &MetricsStore,
+    day: i64,
+    days: i64,
+) -> Result<(WindowData, WindowData), MetricsError> {
     let end = day + DAY;
     let data = store.window(end - days * DAY, end)?;
     let qc_30d = if days == BASELINE_DAYS {
@@ -175,7 +188,7 @@ pub fn measure(store: &MetricsStore, day: i64, days: i64) -> Result<MetricsData,
     } else {
         store.window(end - BASELINE_DAYS * DAY, end)?
     };
-    Ok(files::measure(&data, &qc_30d))
+    Ok((data, qc_30d))
 }
 
 /// The baseline of the 30 days ending with `day`.
@@ -184,7 +197,8 @@ pub fn baseline(
     day: i64,
     measured_by: &str,
 ) -> Result<MetricsFile, MetricsError> {
-    let data = measure(store, day, BASELINE_DAYS)?;
+    let (data, qc_30d) = windows(store, day, BASELINE_DAYS)?;
+    let data = files::measure(&data, &qc_30d);
     let mut rest = std::collections::BTreeMap::new();
     rest.insert(
         "_window".into(),
@@ -207,9 +221,9 @@ pub fn weekly(
     base: &MetricsFile,
     base_path: &Path,
 ) -> Result<(MetricsFile, Vec<Alert>), MetricsError> {
-    let mut data = measure(store, day, WEEK_DAYS)?;
+    let (week, qc_30d) = windows(store, day, WEEK_DAYS)?;
+    let mut data = files::measure(&week, &qc_30d);
     // The week's own pass rate, next to the 30 days' one the baseline is compared by.
-    let week = store.window(day + DAY - WEEK_DAYS * DAY, day + DAY)?;
     let last_7d = (!week.qc_results.is_empty()).then(|| {
         week.qc_results.iter().filter(|r| r.passed).count() as f64 / week.qc_results.len() as f64
     });

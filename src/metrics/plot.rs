@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::ab::AbReport;
@@ -24,6 +25,36 @@ fn phase_tokens(file: &MetricsFile, phase: &str) -> Option<f64> {
         .filter_map(|p| p.get(phase).copied().flatten())
         .collect();
     super::stats::mean(&v)
+}
+
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// One labelled series: a line through `points` with a dot at each.
+fn line_with_points<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    points: &[(f64, f64)],
+    color: RGBColor,
+    label: &str,
+) -> Result<(), String> {
+    chart
+        .draw_series(LineSeries::new(points.to_vec(), color.stroke_width(2)))
+        .map_err(|e| e.to_string())?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
+    chart
+        .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The chart's legend box.
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|e| e.to_string())
 }
 
 const PHASES: [(&str, RGBColor); 3] = [
@@ -101,20 +132,8 @@ pub fn draw(trend: &Trend, out: &Path) -> Result<(), String> {
                 .map(|r| (i as f64 + 1.0, r * 100.0))
         })
         .collect();
-    chart
-        .draw_series(LineSeries::new(rate.clone(), RED.stroke_width(2)))
-        .map_err(e)?
-        .label("week")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], RED));
-    chart
-        .draw_series(rate.iter().map(|&p| Circle::new(p, 3, RED.filled())))
-        .map_err(e)?;
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(e)?;
+    line_with_points(&mut chart, &rate, RED, "week")?;
+    legend(&mut chart)?;
 
     // Prompt tokens per phase.
     let max_tokens = std::iter::once(trend.baseline)
@@ -155,21 +174,9 @@ pub fn draw(trend: &Trend, out: &Path) -> Result<(), String> {
             .enumerate()
             .filter_map(|(i, w)| phase_tokens(w, phase).map(|t| (i as f64 + 1.0, t)))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(e)?
-            .label(phase)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(e)?;
+        line_with_points(&mut chart, &points, color, phase)?;
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(e)?;
+    legend(&mut chart)?;
 
     // False-negative rate per A/B group, by test week.
     let weeks = trend.ab.iter().map(|r| r.week).max().unwrap_or(1) as f64;
@@ -210,20 +217,8 @@ pub fn draw(trend: &Trend, out: &Path) -> Result<(), String> {
             .iter()
             .filter_map(|r| pick(r).map(|v| (r.week as f64, v * 100.0)))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(e)?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(e)?;
+        line_with_points(&mut chart, &points, color, name)?;
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(e)?;
+    legend(&mut chart)?;
     root.present().map_err(|e| e.to_string())
 }

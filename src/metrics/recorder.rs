@@ -4,7 +4,6 @@
 //! the drop or the flush returns.
 
 use std::sync::mpsc;
-use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -25,7 +24,7 @@ enum Message {
 /// The writer, or nothing when recording is off (`recordMetrics: false`).
 #[derive(Debug)]
 pub struct Recorder {
-    tx: Option<Mutex<mpsc::Sender<Message>>>,
+    tx: Option<mpsc::Sender<Message>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -38,7 +37,7 @@ impl Recorder {
             .spawn(move || write_loop(store, rx))
             .expect("spawning the metrics recorder thread");
         Recorder {
-            tx: Some(Mutex::new(tx)),
+            tx: Some(tx),
             thread: Some(thread),
         }
     }
@@ -58,7 +57,6 @@ impl Recorder {
     /// Queues an observation; never blocks on the database.
     pub fn record(&self, o: Observed) {
         if let Some(tx) = &self.tx {
-            let tx = tx.lock().unwrap_or_else(|e| e.into_inner());
             let _ = tx.send(Message::Observed(o));
         }
     }
@@ -67,11 +65,7 @@ impl Recorder {
     pub fn flush(&self) {
         if let Some(tx) = &self.tx {
             let (done, wait) = mpsc::channel();
-            let sent = tx
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .send(Message::Flush(done));
-            if sent.is_ok() {
+            if tx.send(Message::Flush(done)).is_ok() {
                 let _ = wait.recv();
             }
         }

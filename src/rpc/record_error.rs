@@ -52,12 +52,7 @@ pub struct TrippedBy {
 impl From<Verdict> for BreakerAnswer {
     fn from(v: Verdict) -> Self {
         BreakerAnswer {
-            state: match v.state {
-                BreakerState::Continue => "continue",
-                BreakerState::Warning => "warning",
-                BreakerState::Halt => "halt",
-            }
-            .to_owned(),
+            state: v.state.name().to_owned(),
             total_errors: v.total_errors,
             reason: v.reason,
             tripped_by: v.tripped_by.map(|t| TrippedBy {
@@ -110,18 +105,14 @@ fn answer(engine: &Engine, params: Params) -> Result<BreakerAnswer, RpcError> {
         tracing::debug!(session = %params.session_id, run_size, total = verdict.total_errors,
             "check run recorded");
     }
-    let answer = BreakerAnswer::from(verdict);
-    engine.telemetry.verdict(&answer.state);
+    let state = verdict.state.name();
+    engine.telemetry.verdict(state);
     engine
         .recorder
         .record(crate::store::Observed::BreakerVerdict {
             at: crate::time::now_epoch(),
             session_id: params.session_id,
-            state: match answer.state.as_str() {
-                "halt" => "halt",
-                "warning" => "warning",
-                _ => "continue",
-            },
+            state,
         });
-    Ok(answer)
+    Ok(verdict.into())
 }

@@ -22,16 +22,21 @@ fn stderr(out: &std::process::Output) -> String {
 }
 
 /// `guidebook ARGS --json`, polled until `done` holds for its JSON: the recorder writes the
-/// sidecar's own observations on its thread, a moment after the call that made them.
-fn poll_json(sidecar: &Sidecar, args: &[&str], done: impl Fn(&Value) -> bool) -> Value {
+/// sidecar's own observations on its thread, a moment after the call that made them. The last
+/// run's output (whatever its exit status) and JSON.
+fn poll(
+    sidecar: &Sidecar,
+    args: &[&str],
+    done: impl Fn(&Value) -> bool,
+) -> (std::process::Output, Value) {
     let started = Instant::now();
     loop {
         let out = sidecar.cli(args);
-        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        let v: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}", stdout(&out)));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{args:?}: not JSON ({e}): {}{}", stdout(&out), stderr(&out))
+        });
         if done(&v) {
-            return v;
+            return (out, v);
         }
         assert!(
             started.elapsed() < WATCHDOG,
@@ -199,7 +204,7 @@ fn the_sidecars_observations_and_an_orchestrators_reports_make_the_baseline() {
         assert!(message.contains(names), "{method} {params}: {message}");
     }
 
-    let baseline = poll_json(
+    let (out, baseline) = poll(
         &sidecar,
         &["metrics", "baseline", "--json", "--by", "qa"],
         |v| {
@@ -207,6 +212,7 @@ fn the_sidecars_observations_and_an_orchestrators_reports_make_the_baseline() {
                 && v["data"]["build_prompt_tokens"]["backend_lv2"]["full"].is_number()
         },
     );
+    assert!(out.status.success(), "{}", stderr(&out));
     let data = &baseline["data"];
     assert_eq!(baseline["measurement_type"], "baseline");
     assert_eq!(baseline["measured_by"], "qa");
@@ -332,7 +338,7 @@ fn the_weekly_file_compares_with_the_baseline_and_a_fallen_pass_rate_alerts() {
         "buildPrompt",
         json!({"task": "t", "disclosurePhase": "full", "context": {"team": "backend", "level": 2}}),
     );
-    let out = poll_weekly(&sidecar, &["metrics", "weekly", "--json"], |v| {
+    let (out, _) = poll(&sidecar, &["metrics", "weekly", "--json"], |v| {
         v["data"]["build_prompt_tokens"]["backend_lv2"]["full"].is_number()
     });
     assert_eq!(
@@ -452,28 +458,6 @@ fn the_weekly_file_compares_with_the_baseline_and_a_fallen_pass_rate_alerts() {
     );
     let out = sidecar.cli(&["metrics", "weekly", "--date", "2026-02-30"]);
     assert!(stderr(&out).contains("2026-02-30"), "{}", stderr(&out));
-}
-
-fn poll_weekly(
-    sidecar: &Sidecar,
-    args: &[&str],
-    done: impl Fn(&Value) -> bool,
-) -> std::process::Output {
-    let started = Instant::now();
-    loop {
-        let out = sidecar.cli(args);
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("{args:?}: not JSON ({e}): {}{}", stdout(&out), stderr(&out))
-        });
-        if done(&v) {
-            return out;
-        }
-        assert!(
-            started.elapsed() < WATCHDOG,
-            "{args:?} never got there: {v}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
