@@ -24,6 +24,9 @@ pub const BASELINE_DAYS: i64 = 30;
 pub const WEEK_DAYS: i64 = 7;
 const DAY: i64 = 86_400;
 
+/// The largest metrics file read (a weekly file is a few KiB).
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
 /// The format description written into every metrics directory.
 pub const README: &str = include_str!("README.md");
 
@@ -113,11 +116,13 @@ impl MetricsDir {
         &self,
         path: &Path,
     ) -> Result<T, MetricsError> {
-        let text = std::fs::read_to_string(path).map_err(|source| MetricsError::Io {
-            doing: "reading",
-            path: path.to_path_buf(),
-            source,
-        })?;
+        // The one capped, non-blocking reader: a FIFO or a device named as a baseline is an
+        // error, never a hang, and a huge file is refused.
+        let text =
+            crate::watched::read_text(path, MAX_FILE_BYTES).map_err(|e| MetricsError::BadFile {
+                path: path.to_path_buf(),
+                message: e.message,
+            })?;
         serde_json::from_str(&text).map_err(|e| MetricsError::BadFile {
             path: path.to_path_buf(),
             message: e.to_string(),

@@ -449,6 +449,13 @@ fn the_weekly_file_compares_with_the_baseline_and_a_fallen_pass_rate_alerts() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("lower.json"), "{}", stderr(&out));
+    // A FIFO named as the baseline is refused at once, not read forever.
+    let fifo = sidecar.dir.path().join("fifo.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = sidecar.cli(&["metrics", "weekly", "--baseline", fifo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("fifo.json"), "{}", stderr(&out));
     std::fs::remove_dir_all(metrics.join("baseline")).unwrap();
     let out = sidecar.cli(&["metrics", "weekly"]);
     assert!(
