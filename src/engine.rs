@@ -47,6 +47,8 @@ pub struct Engine {
 /// A counting gate: at most `n` holders at once; the others wait, each within its deadline.
 #[derive(Debug)]
 struct Gate {
+    /// How many permits there are (the cores).
+    cores: usize,
     free: std::sync::Mutex<usize>,
     freed: std::sync::Condvar,
 }
@@ -56,6 +58,7 @@ struct Permit<'a>(&'a Gate);
 impl Gate {
     fn new(n: usize) -> Gate {
         Gate {
+            cores: n.max(1),
             free: std::sync::Mutex::new(n.max(1)),
             freed: std::sync::Condvar::new(),
         }
@@ -81,6 +84,15 @@ impl Gate {
         }
         *free -= 1;
         Some(Permit(self))
+    }
+
+    /// A permit if one is free now.
+    fn try_enter(&self) -> Option<Permit<'_>> {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        (*free > 0).then(|| {
+            *free -= 1;
+            Permit(self)
+        })
     }
 }
 
@@ -221,31 +233,65 @@ impl Engine {
         deadline: Option<Instant>,
     ) -> Option<Vec<FileEvaluation>> {
         // One evaluation per core: more only interleave on the same cores, and each thread that
-        // scans keeps a lazy-DFA cache of its own (megabytes with a large guidebook).
+        // scans keeps search caches of its own.
         let _permit = self.matching.enter(deadline)?;
-        // Where each path's evaluation sits in `out`, so a repeated path is copied, not re-read.
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        let mut applicability = ApplicabilityCache::new();
-        let mut out: Vec<FileEvaluation> = Vec::with_capacity(paths.len());
+        // Each path once, in first-seen order; a repeated path is copied, not re-read.
+        let mut unique: Vec<&str> = Vec::with_capacity(paths.len());
+        let mut slot: HashMap<&str, usize> = HashMap::new();
         for path in paths {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return None;
-            }
-            if let Some(&i) = seen.get(path) {
-                out.push(out[i].clone());
-                continue;
-            }
-            let evaluation = evaluate_file(
-                snapshot,
-                &self.repos,
-                self.settings.max_file_bytes,
-                Path::new(path),
-                details,
-                &mut applicability,
-            );
-            seen.insert(path, out.len());
-            out.push(evaluation);
+            slot.entry(path).or_insert_with(|| {
+                unique.push(path);
+                unique.len() - 1
+            });
         }
+        // Cores no other search is using now take a share of the files: one client's search of
+        // ten files is spread over both cores, while eight clients each keep to one.
+        let extra: Vec<Permit<'_>> = (1..unique.len().min(self.matching.cores))
+            .map_while(|_| self.matching.try_enter())
+            .collect();
+        let workers = extra.len() + 1;
+        let evaluate_share = |share: usize| -> Option<Vec<(usize, FileEvaluation)>> {
+            let mut applicability = ApplicabilityCache::new();
+            let mut done = Vec::new();
+            for (i, path) in unique.iter().enumerate().skip(share).step_by(workers) {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return None;
+                }
+                let evaluation = evaluate_file(
+                    snapshot,
+                    &self.repos,
+                    self.settings.max_file_bytes,
+                    Path::new(path),
+                    details,
+                    &mut applicability,
+                );
+                done.push((i, evaluation));
+            }
+            Some(done)
+        };
+        let shares: Vec<Option<Vec<(usize, FileEvaluation)>>> = if workers == 1 {
+            vec![evaluate_share(0)]
+        } else {
+            std::thread::scope(|scope| {
+                let helpers: Vec<_> = (1..workers)
+                    .map(|share| scope.spawn(move || evaluate_share(share)))
+                    .collect();
+                let mut shares = vec![evaluate_share(0)];
+                shares.extend(helpers.into_iter().map(|h| h.join().ok().flatten()));
+                shares
+            })
+        };
+        drop(extra);
+        let mut evaluated: Vec<Option<FileEvaluation>> = vec![None; unique.len()];
+        for share in shares {
+            for (i, evaluation) in share? {
+                evaluated[i] = Some(evaluation);
+            }
+        }
+        let out = paths
+            .iter()
+            .map(|p| evaluated[slot[p]].clone())
+            .collect::<Option<Vec<_>>>()?;
         Some(out)
     }
 }
@@ -264,11 +310,68 @@ mod tests {
             gate.enter(Some(soon)).is_none(),
             "a third waits, then gives up"
         );
+        assert!(gate.try_enter().is_none(), "none free now");
         std::thread::scope(|s| {
             let waiter = s.spawn(|| gate.enter(None).is_some());
             std::thread::sleep(Duration::from_millis(10));
             drop(a);
             assert!(waiter.join().unwrap(), "a freed permit lets the waiter in");
         });
+    }
+
+    /// Files spread over the free cores come back in the order asked, a repeated path with
+    /// its first evaluation, each as it is when evaluated alone.
+    #[test]
+    fn files_shared_between_cores_come_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("guidebook");
+        std::fs::create_dir_all(root.join("g")).unwrap();
+        std::fs::write(
+            root.join("g/guideline.yaml"),
+            "id: g\nmatch:\n  any:\n    - regex:\n        pattern: 'needle\\('\ncontent: c\n",
+        )
+        .unwrap();
+        let overrides = crate::config::Overrides {
+            guidebook_root: Some(root),
+            db: Some(dir.path().join("t.db")),
+            socket: Some(dir.path().join("t.sock")),
+            ..Default::default()
+        };
+        let settings = Settings::resolve_with(&overrides, |k| {
+            (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.path().join("home").into_os_string())
+        })
+        .unwrap();
+        let engine = Engine::open(settings).unwrap();
+        let snapshot = engine.guidebook.snapshot();
+        assert_eq!(snapshot.guidelines.len(), 1, "{:?}", snapshot.errors);
+        let paths: Vec<String> = (0..7)
+            .map(|i| {
+                let p = dir.path().join(format!("f{i}.kt"));
+                let text = if i % 3 == 1 {
+                    "x = needle(1)"
+                } else {
+                    "x = needles"
+                };
+                std::fs::write(&p, text).unwrap();
+                p.display().to_string()
+            })
+            .collect();
+        let mut asked: Vec<&str> = paths.iter().map(String::as_str).collect();
+        asked.insert(3, asked[1]);
+        asked.push(asked[0]);
+        let hits =
+            |e: &[FileEvaluation]| -> Vec<usize> { e.iter().map(|f| f.matches.len()).collect() };
+        let together = engine.evaluate(&snapshot, &asked, true);
+        let alone: Vec<FileEvaluation> = asked
+            .iter()
+            .flat_map(|p| engine.evaluate(&snapshot, &[p], true))
+            .collect();
+        assert_eq!(hits(&together), [0, 1, 0, 1, 0, 1, 0, 0, 0]);
+        assert_eq!(hits(&together), hits(&alone));
+        assert_eq!(
+            *engine.matching.free.lock().unwrap(),
+            engine.matching.cores,
+            "all permits back"
+        );
     }
 }

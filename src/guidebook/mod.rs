@@ -3,6 +3,7 @@
 
 mod examples;
 pub(crate) mod load;
+mod matcher;
 mod reload;
 mod snapshot;
 

@@ -1,6 +1,7 @@
-//! The immutable, compiled form of a guidebook that requests match against: guidelines sorted
-//! by id, their scopes, and every pattern compiled once into a few large `RegexSet`s so that a
-//! file is scanned once per set, not once per guideline. Reads nothing; built by `reload`, shared through `arc-swap`.
+//! The immutable form of a guidebook that requests match against: guidelines sorted by id,
+//! their scopes, and their patterns indexed by the matching engine (`matcher.rs`: one
+//! Aho-Corasick pass per file over every pattern's literals, candidates confirmed by regexes
+//! compiled on first need). Reads nothing; built by `reload`, shared through `arc-swap`.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -8,11 +9,9 @@ use std::time::SystemTime;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::bytes::Regex;
-use regex_automata::meta;
-use regex_automata::util::syntax;
-use regex_automata::{Input, MatchKind, PatternSet};
 
-use super::load::{compile_pattern, LoadError, REGEX_SIZE_LIMIT};
+use super::load::{compile_pattern, LoadError};
+use super::matcher::PatternMatcher;
 use super::Guideline;
 
 /// Compiles a repository glob: `*` stays within a segment, `**` crosses, case-insensitive.
@@ -24,8 +23,7 @@ pub(crate) fn compile_repository_glob(pattern: &str) -> Result<Glob, globset::Er
 }
 
 /// A guideline ready for matching. Its own regexes are only needed to locate the first
-/// matching line (`explain`) or when the combined set could not be built, so they are compiled
-/// on first use: compiling every pattern a second time would double the cost of each reload.
+/// matching line (`explain`), so they are compiled on first use.
 #[derive(Debug)]
 pub struct CompiledGuideline {
     pub guideline: Arc<Guideline>,
@@ -60,75 +58,6 @@ impl CompiledGuideline {
     }
 }
 
-#[derive(Debug)]
-enum Matcher {
-    /// The patterns in automata of at most [`PATTERNS_PER_SET`] patterns each: one pass over
-    /// the file per set. `owners[i]` is the guideline that pattern `i` of all sets (numbered
-    /// across them) belongs to.
-    Sets {
-        sets: Vec<meta::Regex>,
-        owners: Vec<u32>,
-        /// Search caches, one per set, for each search running now or before: a search takes a
-        /// row (or makes one) and puts it back. At most one row per concurrent search exists,
-        /// where the regex crate's own pool keeps one per thread shard that ever searched.
-        caches: std::sync::Mutex<Vec<Vec<meta::Cache>>>,
-    },
-    /// The combined automaton exceeded its size limit; fall back to one pass per pattern
-    /// rather than refusing the whole guidebook.
-    EachPattern,
-}
-
-/// The most patterns compiled into one `RegexSet`. A file is scanned once per set, so fewer,
-/// larger sets scan faster, until a set's lazy DFA no longer fits its cache: it then gives up
-/// and regex falls back to its PikeVM, orders of magnitude slower. Measured on generated
-/// guidebooks (10 files of 20 KB): 20,000 patterns in one set took minutes per search; in sets
-/// of 4,096 / 2,048 / 1,024 they took 2.8 / 4.8 / 10.5 ms, and 8,192 fell off the cliff again.
-/// 2,048 keeps a margin below it and leaves guidebooks of up to ~1,000 guidelines in one set.
-const PATTERNS_PER_SET: usize = 2048;
-
-/// Compiles `patterns` into sets of at most [`PATTERNS_PER_SET`] each, in order, configured
-/// as `regex::bytes::RegexSetBuilder` configures its engine (all matches, no captures, bytes
-/// not required to be UTF-8, `^`/`$` at lines). Sets compile in parallel, one per core at a
-/// time: a 10,000-guideline guidebook has five, and its first search waits for all of them.
-fn build_sets(patterns: &[String]) -> Result<Vec<meta::Regex>, String> {
-    let chunks: Vec<&[String]> = patterns.chunks(PATTERNS_PER_SET).collect();
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut built: Vec<Result<meta::Regex, String>> = Vec::with_capacity(chunks.len());
-    for wave in chunks.chunks(cores.max(1)) {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = wave
-                .iter()
-                .map(|chunk| scope.spawn(move || build_set(chunk)))
-                .collect();
-            for h in handles {
-                built.push(
-                    h.join()
-                        .unwrap_or_else(|_| Err("compiling a pattern set panicked".into())),
-                );
-            }
-        });
-    }
-    built.into_iter().collect()
-}
-
-fn build_set(chunk: &[String]) -> Result<meta::Regex, String> {
-    let config = meta::Config::new()
-        .match_kind(MatchKind::All)
-        .utf8_empty(false)
-        .which_captures(regex_automata::nfa::thompson::WhichCaptures::None)
-        .nfa_size_limit(Some(
-            REGEX_SIZE_LIMIT
-                .saturating_mul(chunk.len().max(1))
-                .min(1 << 30),
-        ))
-        .hybrid_cache_capacity(64 << 20);
-    meta::Builder::new()
-        .configure(config)
-        .syntax(syntax::Config::new().multi_line(true).utf8(false))
-        .build_many(chunk)
-        .map_err(|e| e.to_string())
-}
-
 /// Which guidelines apply to one `(repository, language)` pair, as a dense flag per guideline.
 pub type Applicability = Vec<bool>;
 
@@ -141,7 +70,7 @@ pub struct GuidelineSnapshot {
     /// Files that are in error right now (their last good version, if any, is still served).
     pub errors: Vec<LoadError>,
     pub loaded_at: SystemTime,
-    matcher: Matcher,
+    matcher: PatternMatcher,
     /// Every repository glob of every guideline, and the guideline each belongs to.
     repo_globs: GlobSet,
     repo_glob_owner: Vec<u32>,
@@ -182,17 +111,7 @@ impl GuidelineSnapshot {
                 }
             })
             .collect();
-        let matcher = match build_sets(&patterns) {
-            Ok(sets) => Matcher::Sets {
-                sets,
-                owners,
-                caches: std::sync::Mutex::new(Vec::new()),
-            },
-            Err(e) => {
-                tracing::warn!("patterns too large for one automaton ({e}); matching one by one");
-                Matcher::EachPattern
-            }
-        };
+        let matcher = PatternMatcher::build(owners.into_iter().zip(patterns).collect());
         GuidelineSnapshot {
             root,
             guidelines: compiled,
@@ -252,34 +171,7 @@ impl GuidelineSnapshot {
             return Vec::new();
         }
         let mut hit = vec![false; self.guidelines.len()];
-        match &self.matcher {
-            Matcher::Sets {
-                sets,
-                owners,
-                caches,
-            } => {
-                let taken = caches.lock().unwrap_or_else(|p| p.into_inner()).pop();
-                let mut row =
-                    taken.unwrap_or_else(|| sets.iter().map(|s| s.create_cache()).collect());
-                let input = Input::new(content);
-                let mut base = 0;
-                for (set, cache) in sets.iter().zip(row.iter_mut()) {
-                    let mut found = PatternSet::new(set.pattern_len());
-                    set.which_overlapping_matches_with(cache, &input, &mut found);
-                    for pid in found.iter() {
-                        let g = owners[base + pid.as_usize()] as usize;
-                        hit[g] = applicable[g];
-                    }
-                    base += set.pattern_len();
-                }
-                caches.lock().unwrap_or_else(|p| p.into_inner()).push(row);
-            }
-            Matcher::EachPattern => {
-                for (g, cg) in self.guidelines.iter().enumerate() {
-                    hit[g] = applicable[g] && cg.regexes().iter().any(|r| r.is_match(content));
-                }
-            }
-        }
+        self.matcher.mark_matches(content, applicable, &mut hit);
         hit.iter()
             .enumerate()
             .filter_map(|(i, h)| h.then_some(i))
@@ -307,14 +199,7 @@ impl GuidelineSnapshot {
 
     /// How many patterns the snapshot holds (for logs and `status`).
     pub fn pattern_count(&self) -> usize {
-        match &self.matcher {
-            Matcher::Sets { owners, .. } => owners.len(),
-            Matcher::EachPattern => self
-                .guidelines
-                .iter()
-                .map(|g| g.guideline.patterns.len())
-                .sum(),
-        }
+        self.matcher.counts().patterns
     }
 }
 
@@ -359,50 +244,43 @@ mod tests {
         )
     }
 
-    /// More patterns than one set holds: the matches of later sets map back to the right
-    /// guidelines (the pattern numbering continues across sets).
-    #[test]
-    fn searches_one_after_another_share_one_row_of_caches_whatever_their_thread() {
-        let s = snapshot();
-        let applicable = vec![true; s.guidelines.len()];
-        for _ in 0..10 {
-            std::thread::scope(|scope| {
-                scope.spawn(|| s.matching(b"fun f() { println(1) }", &applicable));
-            });
-        }
-        let Matcher::Sets { caches, .. } = &s.matcher else {
-            panic!("sets expected")
-        };
-        assert_eq!(
-            caches.lock().unwrap().len(),
-            1,
-            "one row, reused by ten threads"
-        );
-    }
-
+    /// More literal-less patterns than one set holds: the matches of later sets map back to
+    /// the right guidelines (the pattern numbering continues across sets).
     #[test]
     fn patterns_beyond_the_first_set_match_their_own_guidelines() {
-        let n = PATTERNS_PER_SET * 2 + 10;
+        // `ab\wcd`: no literal of three bytes, so every one of them goes into a set.
+        let code = |i: usize| {
+            let l = |k: usize| (b'a' + (k % 26) as u8) as char;
+            (
+                format!("{}{}", l(i / 26 / 26 / 26), l(i / 26 / 26)),
+                format!("{}{}", l(i / 26), l(i)),
+            )
+        };
+        let n = 2048 * 2 + 10;
         let guidelines: Vec<Arc<Guideline>> = (0..n)
             .map(|i| {
-                let word = format!("marker{i:05}x");
-                g(&format!("g{i:05}"), None, None, &[word.as_str()])
+                let (a, b) = code(i);
+                g(&format!("g{i:05}"), None, None, &[&format!(r"{a}\w{b}")])
             })
             .collect();
         let s = GuidelineSnapshot::build("/g".into(), guidelines, vec![]);
-        assert!(matches!(&s.matcher, Matcher::Sets { sets, .. } if sets.len() == 3));
-        let all = vec![true; n];
-        let last = n - 1;
-        let content = format!(
-            "a marker00005x b marker{:05}x c marker{last:05}x",
-            PATTERNS_PER_SET
+        let counts = s.matcher.counts();
+        assert_eq!(
+            (counts.sets, counts.prefixed + counts.split + counts.inner),
+            (3, 0)
         );
+        let all = vec![true; n];
+        let text = |i: usize| {
+            let (a, b) = code(i);
+            format!("{a}_{b}")
+        };
+        let content = format!("{} . {} . {}", text(5), text(2048), text(n - 1));
         assert_eq!(
             ids(&s, &s.matching(content.as_bytes(), &all)),
             [
                 "g00005".to_string(),
-                format!("g{:05}", PATTERNS_PER_SET),
-                format!("g{last:05}")
+                "g02048".into(),
+                format!("g{:05}", n - 1)
             ]
         );
     }

@@ -1,0 +1,809 @@
+//! The matching engine: which patterns match a file, found without trying most of them.
+//!
+//! Every pattern that requires some literal text (`\bOrderInvoiceImpl\(` cannot match where
+//! `OrderInvoiceImpl(` does not occur) is indexed by that text in one Aho-Corasick automaton,
+//! and a file is scanned once with it. Near misses (`OrderInvoiceBuilder(`) stop there.
+//!
+//! A literal hit is confirmed in one of two ways, chosen per pattern when it is indexed:
+//! - **at the hit** when the literals are the pattern's *prefixes* (every match starts with one
+//!   of them): the patterns that share the same prefixes form a group, compiled into one small
+//!   automaton on first need, and run anchored where the literal starts (look-behind such as
+//!   `\b` still sees the bytes before it), so a confirmation costs the length of a match, not
+//!   of the file;
+//! - **over the file** when the most selective literal lies inside the pattern
+//!   (`val\s+\w+\s*:\s*OrderInvoiceImpl\b`): the pattern's own regex, compiled on first need,
+//!   once per file it is a candidate in.
+//!
+//! Compiled confirmations live in bounded caches; nothing is compiled when the snapshot is
+//! built but the automaton and the patterns with no usable literal, which stay in sets scanned
+//! once per set. Reads nothing; built with a snapshot.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use aho_corasick::AhoCorasick;
+use regex::bytes::Regex;
+use regex_automata::nfa::thompson;
+use regex_automata::util::syntax;
+use regex_automata::{hybrid, meta};
+use regex_automata::{Anchored, Input, MatchKind, PatternSet};
+use regex_syntax::hir::literal::{Extractor, Seq};
+use regex_syntax::hir::{Hir, HirKind};
+
+use super::load::{compile_pattern, REGEX_SIZE_LIMIT};
+
+/// A literal shorter than this occurs almost everywhere and filters nothing.
+const MIN_LITERAL_LEN: usize = 3;
+/// More alternatives than this (a case-insensitive word, say) are not worth indexing.
+const MAX_LITERALS_PER_PATTERN: usize = 64;
+/// A prefix literal at least this long is selective enough to confirm at its hits even when a
+/// longer literal lies further inside the pattern.
+const GOOD_PREFIX_LEN: usize = 8;
+/// Compiled confirmations kept at once, of each kind; past it, half are dropped (and compiled
+/// again when next needed).
+const CONFIRM_CACHE: usize = 4096;
+/// The most patterns in one set for the patterns without a usable literal. A set's lazy DFA
+/// gives up past a few thousand patterns and the search falls off a cliff (measured: 20,000
+/// patterns in one set took minutes per search; 2,048 kept 10 × 20 KB within milliseconds).
+const PATTERNS_PER_SET: usize = 2048;
+
+fn parse(pattern: &str) -> Option<Hir> {
+    regex_syntax::ParserBuilder::new()
+        .multi_line(true)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .ok()
+}
+
+/// How a pattern is found: by which literals, and how a hit of one is confirmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Index {
+    /// Every match starts with one of these: confirmed anchored at the hit.
+    Prefixes(Vec<Vec<u8>>),
+    /// The pattern is a concatenation whose piece `at` starts with one of these: confirmed
+    /// where the literal starts, the pieces after it forward and the pieces before it backward.
+    Split { at: usize, literals: Vec<Vec<u8>> },
+    /// Every match contains one of these: confirmed by the pattern's regex over the file.
+    Inner(Vec<Vec<u8>>),
+    /// No usable literal: the pattern is in a set scanned over every file.
+    Unindexed,
+}
+
+/// How `pattern` is indexed (see [`Index`]).
+pub fn index_of(pattern: &str) -> Index {
+    let Some(hir) = parse(pattern) else {
+        return Index::Unindexed;
+    };
+    let prefixes = usable(Extractor::new().extract(&hir));
+    let inner = required(&hir);
+    let len = |s: &Option<Seq>| s.as_ref().and_then(Seq::min_literal_len).unwrap_or(0);
+    let literals = |seq: Seq| {
+        let mut all: Vec<Vec<u8>> = seq
+            .literals()
+            .unwrap_or_default()
+            .iter()
+            .map(|l| l.as_bytes().to_vec())
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    };
+    let good = len(&inner).min(GOOD_PREFIX_LEN);
+    let split = split_point(&hir);
+    match (prefixes, inner) {
+        (Some(p), _) if p.min_literal_len() >= Some(good) => Index::Prefixes(literals(p)),
+        (_, Some(_))
+            if split
+                .as_ref()
+                .is_some_and(|(_, s)| s.min_literal_len() >= Some(good)) =>
+        {
+            let (at, seq) = split.expect("checked just above");
+            Index::Split {
+                at,
+                literals: literals(seq),
+            }
+        }
+        (_, Some(inner)) => Index::Inner(literals(inner)),
+        (Some(p), None) => Index::Prefixes(literals(p)),
+        (None, None) => Index::Unindexed,
+    }
+}
+
+/// The piece of a top-level concatenation (after the first) whose prefixes are the most
+/// selective usable literals, and those literals.
+fn split_point(hir: &Hir) -> Option<(usize, Seq)> {
+    let HirKind::Concat(parts) = hir.kind() else {
+        return None;
+    };
+    let mut best: Option<(usize, Seq)> = None;
+    for (at, part) in parts.iter().enumerate().skip(1) {
+        let Some(seq) = usable(Extractor::new().extract(part)) else {
+            continue;
+        };
+        if best
+            .as_ref()
+            .is_none_or(|(_, b)| selectivity(&seq) > selectivity(b))
+        {
+            best = Some((at, seq));
+        }
+    }
+    best
+}
+
+/// A pattern split where its literal starts: the pieces before it, compiled backward, and the
+/// pieces from it on. A match exists where the literal starts exactly when the pieces before
+/// it match backward from there and the rest matches forward from there.
+#[derive(Debug)]
+struct SplitPattern {
+    before: hybrid::dfa::DFA,
+    caches: Mutex<Vec<hybrid::dfa::Cache>>,
+    after: meta::Regex,
+}
+
+impl SplitPattern {
+    fn build(pattern: &str, at: usize) -> Option<SplitPattern> {
+        let hir = parse(pattern)?;
+        let HirKind::Concat(parts) = hir.kind() else {
+            return None;
+        };
+        let before = Hir::concat(parts[..at].to_vec());
+        let after = Hir::concat(parts[at..].to_vec());
+        let nfa = thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .reverse(true)
+                    .utf8(false)
+                    .which_captures(thompson::WhichCaptures::None)
+                    .nfa_size_limit(Some(REGEX_SIZE_LIMIT)),
+            )
+            .build_from_hir(&before)
+            .ok()?;
+        let before = hybrid::dfa::DFA::builder()
+            .configure(hybrid::dfa::Config::new().unicode_word_boundary(true))
+            .build_from_nfa(nfa)
+            .ok()?;
+        let after = meta::Builder::new()
+            .configure(
+                meta::Config::new()
+                    .onepass(false)
+                    .backtrack(false)
+                    .dfa(false)
+                    .auto_prefilter(false)
+                    .utf8_empty(false)
+                    .which_captures(thompson::WhichCaptures::None)
+                    .nfa_size_limit(Some(REGEX_SIZE_LIMIT)),
+            )
+            .build_from_hir(&after)
+            .ok()?;
+        Some(SplitPattern {
+            before,
+            caches: Mutex::new(Vec::new()),
+            after,
+        })
+    }
+
+    /// Whether a match starts its literal at `at`; `None` when the backward automaton gave up
+    /// (a Unicode word boundary next to a non-ASCII byte, say) and only the whole regex knows.
+    fn matches_at(&self, content: &[u8], at: usize) -> Option<bool> {
+        let forward = Input::new(content).range(at..).anchored(Anchored::Yes);
+        if !self.after.is_match(forward) {
+            return Some(false);
+        }
+        let taken = self.caches.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut cache = taken.unwrap_or_else(|| self.before.create_cache());
+        let backward = Input::new(content).range(..at).anchored(Anchored::Yes);
+        let found = self.before.try_search_rev(&mut cache, &backward);
+        self.caches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(cache);
+        found.ok().map(|m| m.is_some())
+    }
+}
+
+/// The best usable literal set that every match of `hir` contains one of: the prefixes of the
+/// whole, or of any part every match must pass through (a concatenation's pieces, a group, a
+/// repetition of at least one), or the union over the branches of an alternation.
+fn required(hir: &Hir) -> Option<Seq> {
+    let mut best = usable(Extractor::new().extract(hir));
+    match hir.kind() {
+        HirKind::Concat(parts) => {
+            for part in parts {
+                best = better(best, required(part));
+            }
+        }
+        HirKind::Capture(group) => best = better(best, required(&group.sub)),
+        HirKind::Repetition(rep) if rep.min >= 1 => best = better(best, required(&rep.sub)),
+        HirKind::Alternation(branches) => {
+            let mut union = Seq::empty();
+            for branch in branches {
+                let Some(mut seq) = required(branch) else {
+                    return best;
+                };
+                union.union(&mut seq);
+            }
+            best = better(best, usable(union));
+        }
+        _ => {}
+    }
+    best
+}
+
+fn usable(mut seq: Seq) -> Option<Seq> {
+    // Too many alternatives (a case-insensitive word): their common starts are still required,
+    // so shorten them until few enough remain.
+    let mut keep = seq.max_literal_len()?;
+    while seq.len().is_some_and(|n| n > MAX_LITERALS_PER_PATTERN) && keep > MIN_LITERAL_LEN {
+        keep -= 1;
+        seq.keep_first_bytes(keep);
+        seq.dedup();
+    }
+    let ok = seq.is_finite()
+        && seq
+            .len()
+            .is_some_and(|n| n > 0 && n <= MAX_LITERALS_PER_PATTERN)
+        && seq.min_literal_len().is_some_and(|n| n >= MIN_LITERAL_LEN);
+    ok.then_some(seq)
+}
+
+/// How selective a literal set is: longer shortest literal first, then fewer literals.
+fn selectivity(s: &Seq) -> (usize, usize) {
+    (
+        s.min_literal_len().unwrap_or(0),
+        usize::MAX - s.len().unwrap_or(0),
+    )
+}
+
+/// The more selective of two literal sets: longer shortest literal, then fewer literals.
+fn better(a: Option<Seq>, b: Option<Seq>) -> Option<Seq> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if selectivity(&b) > selectivity(&a) {
+            b
+        } else {
+            a
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// How a set is searched, which decides what is worth building for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// Over whole files: everything the regex crate builds, prefilter included.
+    Scan,
+    /// Anchored where a literal starts: the NFA and its lazy DFA only. A prefilter is useless
+    /// there, and extracting one from a few thousand case-insensitive patterns took 6.7 s
+    /// (2,500 `(?i)todo[-_ ]order-N`), where the NFA alone takes 36 ms.
+    Anchored,
+}
+
+/// Patterns compiled into one automaton that reports every pattern matching (overlapping),
+/// configured as `regex::bytes::RegexSetBuilder` configures its engine: no captures, bytes not
+/// required to be UTF-8, `^`/`$` at lines.
+fn build_set(patterns: &[&str], use_: Use) -> Result<meta::Regex, String> {
+    let light = use_ == Use::Anchored;
+    let config = meta::Config::new()
+        .onepass(!light)
+        .backtrack(!light)
+        .dfa(!light)
+        .auto_prefilter(!light)
+        .match_kind(MatchKind::All)
+        .utf8_empty(false)
+        .which_captures(regex_automata::nfa::thompson::WhichCaptures::None)
+        .nfa_size_limit(Some(
+            REGEX_SIZE_LIMIT
+                .saturating_mul(patterns.len().max(1))
+                .min(1 << 30),
+        ));
+    meta::Builder::new()
+        .configure(config)
+        .syntax(syntax::Config::new().multi_line(true).utf8(false))
+        .build_many(patterns)
+        .map_err(|e| e.to_string())
+}
+
+/// Compiled things by key, at most [`CONFIRM_CACHE`] of them.
+#[derive(Debug)]
+struct Bounded<T>(Mutex<HashMap<u32, Arc<T>>>);
+
+impl<T> Bounded<T> {
+    fn new() -> Self {
+        Bounded(Mutex::new(HashMap::new()))
+    }
+
+    /// The value for `key`, made by `make` if it is not kept (outside the lock: another thread
+    /// may make it too, which costs less than making every search wait behind one compile).
+    fn get(&self, key: u32, make: impl FnOnce() -> Option<T>) -> Option<Arc<T>> {
+        let lock = || self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = lock().get(&key) {
+            return Some(v.clone());
+        }
+        let made = Arc::new(make()?);
+        let mut kept = lock();
+        if kept.len() >= CONFIRM_CACHE {
+            let drop: Vec<u32> = kept.keys().copied().step_by(2).collect();
+            for k in drop {
+                kept.remove(&k);
+            }
+        }
+        kept.insert(key, made.clone());
+        Some(made)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// What a hit of one literal leads to.
+#[derive(Debug, Default)]
+struct Targets {
+    /// Groups to confirm anchored at the hit.
+    groups: Vec<u32>,
+    /// Split patterns to confirm around the hit, each with the piece its literal starts.
+    split: Vec<(u32, u32)>,
+    /// Patterns to confirm over the file.
+    inner: Vec<u32>,
+}
+
+/// The patterns of a snapshot, ready to be matched.
+#[derive(Debug)]
+pub struct PatternMatcher {
+    /// Pattern `i` (numbered across guidelines) belongs to guideline `owners[i]`.
+    owners: Vec<u32>,
+    sources: Vec<String>,
+    /// Every indexed literal, and what a hit of literal `k` leads to.
+    prefilter: Option<AhoCorasick>,
+    targets: Vec<Targets>,
+    /// Patterns that share the same prefix literals, confirmed together.
+    groups: Vec<Vec<u32>>,
+    /// The patterns without a usable literal: sets of at most [`PATTERNS_PER_SET`], each with
+    /// the pattern numbers of its members; or, when a set would not build, those patterns one
+    /// by one.
+    sets: Vec<(meta::Regex, Vec<u32>)>,
+    one_by_one: Vec<u32>,
+    anchored: Bounded<meta::Regex>,
+    split: Bounded<SplitPattern>,
+    whole: Bounded<Regex>,
+}
+
+/// Counts of how a matcher's patterns are indexed (for tests and logs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexCounts {
+    pub patterns: usize,
+    pub prefixed: usize,
+    pub split: usize,
+    pub inner: usize,
+    pub literals: usize,
+    /// Sets holding the patterns without a usable literal.
+    pub sets: usize,
+}
+
+impl PatternMatcher {
+    /// Indexes `patterns` (each with its guideline). Nothing is compiled for a pattern with a
+    /// usable literal until a file contains that literal.
+    pub fn build(patterns: Vec<(u32, String)>) -> PatternMatcher {
+        let (owners, sources): (Vec<u32>, Vec<String>) = patterns.into_iter().unzip();
+        let indexes = index_all(&sources);
+        let mut literal_ids: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut targets: Vec<Targets> = Vec::new();
+        let mut group_ids: HashMap<Vec<Vec<u8>>, u32> = HashMap::new();
+        let mut groups: Vec<Vec<u32>> = Vec::new();
+        let mut unindexed: Vec<u32> = Vec::new();
+        let mut slot = |l: &Vec<u8>, targets: &mut Vec<Targets>| -> usize {
+            *literal_ids.entry(l.clone()).or_insert_with(|| {
+                literals.push(l.clone());
+                targets.push(Targets::default());
+                literals.len() - 1
+            })
+        };
+        for (i, index) in indexes.into_iter().enumerate() {
+            let p = i as u32;
+            match index {
+                Index::Prefixes(prefixes) => {
+                    let next = groups.len() as u32;
+                    let g = *group_ids.entry(prefixes.clone()).or_insert(next);
+                    if g == next {
+                        groups.push(Vec::new());
+                        for l in &prefixes {
+                            let k = slot(l, &mut targets);
+                            targets[k].groups.push(g);
+                        }
+                    }
+                    groups[g as usize].push(p);
+                }
+                Index::Split { at, literals } => {
+                    for l in &literals {
+                        let k = slot(l, &mut targets);
+                        targets[k].split.push((p, at as u32));
+                    }
+                }
+                Index::Inner(inner) => {
+                    for l in &inner {
+                        let k = slot(l, &mut targets);
+                        targets[k].inner.push(p);
+                    }
+                }
+                Index::Unindexed => unindexed.push(p),
+            }
+        }
+        let prefilter = (!literals.is_empty()).then(|| {
+            // Without its prefilter: in code dense with near misses the prefilter's rare bytes
+            // occur everywhere, and measured 15 % slower than the automaton alone.
+            AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::Standard)
+                .prefilter(false)
+                .build(&literals)
+                .expect("literals of bounded size build an automaton")
+        });
+        let mut sets = Vec::new();
+        let mut one_by_one = Vec::new();
+        for chunk in unindexed.chunks(PATTERNS_PER_SET) {
+            let members: Vec<&str> = chunk
+                .iter()
+                .map(|&p| sources[p as usize].as_str())
+                .collect();
+            match build_set(&members, Use::Scan) {
+                Ok(set) => sets.push((set, chunk.to_vec())),
+                Err(e) => {
+                    tracing::warn!(
+                        "patterns too large for one automaton ({e}); matching them one by one"
+                    );
+                    one_by_one.extend_from_slice(chunk);
+                }
+            }
+        }
+        PatternMatcher {
+            owners,
+            sources,
+            prefilter,
+            targets,
+            groups,
+            sets,
+            one_by_one,
+            anchored: Bounded::new(),
+            split: Bounded::new(),
+            whole: Bounded::new(),
+        }
+    }
+
+    /// How many patterns it holds, how many of those are confirmed at their prefix hits and how
+    /// many over the file, and how many literals the automaton holds.
+    pub fn counts(&self) -> IndexCounts {
+        let prefixed = self.groups.iter().map(Vec::len).sum::<usize>();
+        let unindexed =
+            self.one_by_one.len() + self.sets.iter().map(|(_, m)| m.len()).sum::<usize>();
+        let mut split: Vec<u32> = self
+            .targets
+            .iter()
+            .flat_map(|t| t.split.iter().map(|(p, _)| *p))
+            .collect();
+        split.sort_unstable();
+        split.dedup();
+        IndexCounts {
+            patterns: self.owners.len(),
+            prefixed,
+            split: split.len(),
+            inner: self.owners.len() - prefixed - split.len() - unindexed,
+            literals: self.targets.len(),
+            sets: self.sets.len(),
+        }
+    }
+
+    /// How many compiled confirmations are kept now (anchored groups, whole patterns).
+    #[cfg(test)]
+    fn compiled(&self) -> (usize, usize) {
+        (self.anchored.len(), self.whole.len())
+    }
+
+    /// Marks `hit[g]` for every guideline `g` with `applicable[g]` that has a pattern matching
+    /// `content`.
+    pub fn mark_matches(&self, content: &[u8], applicable: &[bool], hit: &mut [bool]) {
+        let wanted = |p: u32, hit: &[bool]| {
+            let g = self.owners[p as usize] as usize;
+            applicable[g] && !hit[g]
+        };
+        if let Some(prefilter) = &self.prefilter {
+            // Per group: 0 not looked at yet, 1 worth confirming, 2 nothing wanted in it.
+            let mut group_state = vec![0u8; self.groups.len()];
+            let mut literal_seen = vec![false; self.targets.len()];
+            let mut candidates = Vec::new();
+            let mut found = PatternSet::new(1);
+            for m in prefilter.find_overlapping_iter(content) {
+                let k = m.pattern().as_usize();
+                let targets = &self.targets[k];
+                for &g in &targets.groups {
+                    let state = &mut group_state[g as usize];
+                    let members = &self.groups[g as usize];
+                    if *state == 0 {
+                        *state = if members.iter().any(|&p| wanted(p, hit)) {
+                            1
+                        } else {
+                            2
+                        };
+                    }
+                    if *state != 1 {
+                        continue;
+                    }
+                    let Some(set) = self.anchored.get(g, || {
+                        let sources: Vec<&str> = members
+                            .iter()
+                            .map(|&p| self.sources[p as usize].as_str())
+                            .collect();
+                        build_set(&sources, Use::Anchored).ok()
+                    }) else {
+                        continue;
+                    };
+                    if found.capacity() < members.len() {
+                        found = PatternSet::new(members.len());
+                    }
+                    found.clear();
+                    let input = Input::new(content)
+                        .range(m.start()..)
+                        .anchored(Anchored::Yes);
+                    set.which_overlapping_matches(&input, &mut found);
+                    for pid in found.iter() {
+                        let g = self.owners[members[pid.as_usize()] as usize] as usize;
+                        hit[g] |= applicable[g];
+                    }
+                }
+                for &(p, at) in &targets.split {
+                    if !wanted(p, hit) {
+                        continue;
+                    }
+                    let source = &self.sources[p as usize];
+                    let confirmed = match self
+                        .split
+                        .get(p, || SplitPattern::build(source, at as usize))
+                    {
+                        Some(split) => split.matches_at(content, m.start()),
+                        None => None,
+                    };
+                    let confirmed = confirmed.unwrap_or_else(|| self.confirmed(p, content));
+                    if confirmed {
+                        hit[self.owners[p as usize] as usize] = true;
+                    }
+                }
+                if !targets.inner.is_empty() && !literal_seen[k] {
+                    literal_seen[k] = true;
+                    candidates.extend(targets.inner.iter().copied());
+                }
+            }
+            candidates.sort_unstable();
+            candidates.dedup();
+            for p in candidates {
+                if wanted(p, hit) && self.confirmed(p, content) {
+                    hit[self.owners[p as usize] as usize] = true;
+                }
+            }
+        }
+        for (set, members) in &self.sets {
+            if !members.iter().any(|&p| wanted(p, hit)) {
+                continue;
+            }
+            let mut found = PatternSet::new(set.pattern_len());
+            set.which_overlapping_matches(&Input::new(content), &mut found);
+            for pid in found.iter() {
+                let g = self.owners[members[pid.as_usize()] as usize] as usize;
+                hit[g] |= applicable[g];
+            }
+        }
+        for &p in &self.one_by_one {
+            if wanted(p, hit) && self.confirmed(p, content) {
+                hit[self.owners[p as usize] as usize] = true;
+            }
+        }
+    }
+
+    /// Whether pattern `p` matches anywhere in `content`, with its own regex.
+    fn confirmed(&self, p: u32, content: &[u8]) -> bool {
+        self.whole
+            .get(p, || compile_pattern(&self.sources[p as usize]).ok())
+            .is_some_and(|r| r.is_match(content))
+    }
+}
+
+/// The index of every pattern, worked out on every core: parsing and literal extraction are
+/// most of the cost of building a large matcher.
+fn index_all(sources: &[String]) -> Vec<Index> {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    if sources.len() < 256 || cores < 2 {
+        return sources.iter().map(|s| index_of(s)).collect();
+    }
+    let chunk = sources.len().div_ceil(cores);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = sources
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|s| index_of(s)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec![Index::Unindexed; chunk])
+                    .into_iter()
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lits(pattern: &str) -> (char, Vec<String>) {
+        let text = |l: Vec<Vec<u8>>| {
+            l.into_iter()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .collect()
+        };
+        match index_of(pattern) {
+            Index::Prefixes(l) => ('P', text(l)),
+            Index::Split { at, literals } => (char::from(b'0' + at as u8), text(literals)),
+            Index::Inner(l) => ('I', text(l)),
+            Index::Unindexed => ('-', Vec::new()),
+        }
+    }
+
+    #[test]
+    fn picks_the_most_selective_required_literal_and_how_to_confirm_it() {
+        let one = |kind, l: &str| (kind, vec![l.to_string()]);
+        assert_eq!(lits(r"\bOrderInvoiceImpl\("), one('P', "OrderInvoiceImpl("));
+        assert_eq!(
+            lits(r"Thread\.sleep\(\s*42\d{2,}\s*\)"),
+            one('P', "Thread.sleep(")
+        );
+        // The prefix `val` is too common when a name lies inside: split at piece 3.
+        assert_eq!(lits(r"val\s+\w+OrderConfig5\s*="), one('3', "OrderConfig5"));
+        assert_eq!(
+            lits(r"\borderClient7\s*\.\s*(get|post|put)\s*\("),
+            one('P', "orderClient7")
+        );
+        assert_eq!(
+            lits(r"@Data\b[^{;]{0,400}?@Entity\b|@Entity\b[^{;]{0,400}?@Data\b"),
+            one('I', "@Entity")
+        );
+        // Nothing every match must contain, or nothing long enough to be worth it.
+        assert_eq!(lits(r"\w+\s*="), ('-', vec![]));
+        assert_eq!(
+            lits(r"(?m)^\s*[\w.-]*(password|secret)\s*[:=]"),
+            ('3', vec!["password".into(), "secret".into()])
+        );
+        assert_eq!(lits(r"ab|cd"), ('-', vec![]));
+        let (kind, todo) = lits(r"(?i)todo[-_ ]order");
+        assert_eq!(kind, 'P');
+        assert!(todo.len() <= MAX_LITERALS_PER_PATTERN, "{todo:?}");
+        assert!(
+            todo.iter()
+                .all(|l| l.len() >= 4 && l[..4].eq_ignore_ascii_case("todo")),
+            "{todo:?}"
+        );
+        assert_eq!(
+            lits(r"(foo)?bar"),
+            ('P', vec!["bar".into(), "foobar".into()])
+        );
+        assert_eq!(lits(r"(abc)*x"), ('-', vec![]));
+        assert_eq!(lits(r"(?m)^import\s+x"), one('P', "import"));
+    }
+
+    fn run(m: &PatternMatcher, text: &str, applicable: &[bool]) -> Vec<bool> {
+        let mut hit = vec![false; applicable.len()];
+        m.mark_matches(text.as_bytes(), applicable, &mut hit);
+        hit
+    }
+
+    #[test]
+    fn matches_like_a_regex_per_pattern() {
+        let patterns = [
+            (0, r"\bOrderInvoiceImpl\(".to_string()),
+            (1, r"val\s+\w+Config\s*=".to_string()),
+            (1, r"\d{3}-\w+".to_string()),
+            (2, r"(?i)todo[-_ ]order".to_string()),
+        ];
+        let m = PatternMatcher::build(patterns.to_vec());
+        assert_eq!(
+            m.counts(),
+            IndexCounts {
+                patterns: 4,
+                prefixed: 2,
+                split: 1,
+                inner: 0,
+                // `OrderInvoiceImpl(`, 48 spellings of `todo` and its separator, `Config`.
+                literals: 50,
+                sets: 1,
+            }
+        );
+        let all = [true; 3];
+        assert_eq!(
+            run(&m, "x = OrderInvoiceBuilder(1)", &all),
+            [false, false, false]
+        );
+        assert_eq!(
+            run(&m, "x = OrderInvoiceImpl(1)", &all),
+            [true, false, false]
+        );
+        // The look-behind of `\b` sees the byte before the hit.
+        assert_eq!(
+            run(&m, "x = XOrderInvoiceImpl(1)", &all),
+            [false, false, false]
+        );
+        assert_eq!(
+            run(&m, "val a = 1\nval orderConfig = 2", &all),
+            [false, true, false]
+        );
+        assert_eq!(run(&m, "id 123-abc", &all), [false, true, false]);
+        assert_eq!(run(&m, "// TODO-ORDER later", &all), [false, false, true]);
+        assert_eq!(
+            run(&m, "OrderInvoiceImpl( TODO order", &[false, true, true]),
+            [false, false, true]
+        );
+    }
+
+    /// Literals that overlap in the text (`OrderInvoice` inside `XOrderInvoiceImpl`) are all
+    /// reported, and a prefix group is confirmed at every hit, not only the first.
+    #[test]
+    fn overlapping_literals_and_later_hits_are_all_confirmed() {
+        let m = PatternMatcher::build(vec![
+            (0, r"OrderInvoice\b".to_string()),
+            (1, r"InvoiceImpl\(".to_string()),
+            (2, r"\bThread\.sleep\(\s*5\d{2}\)".to_string()),
+            (3, r"\bThread\.sleep\(\s*7\d{2}\)".to_string()),
+        ]);
+        assert_eq!(m.counts().prefixed, 4);
+        let all = [true; 4];
+        assert_eq!(
+            run(&m, "OrderInvoiceImpl(x) OrderInvoice", &all),
+            [true, true, false, false]
+        );
+        assert_eq!(
+            run(
+                &m,
+                "Thread.sleep(1)\nThread.sleep(9)\nThread.sleep( 700)\n",
+                &all
+            ),
+            [false, false, false, true]
+        );
+        // One automaton for each of the first two, one for the two `Thread.sleep(` patterns.
+        assert_eq!(m.compiled().0, 3);
+    }
+
+    #[test]
+    fn split_patterns_are_confirmed_backward_and_forward_from_the_literal() {
+        let m = PatternMatcher::build(vec![
+            (0, r"val\s+\w+\s*:\s*OrderImpl\b".to_string()),
+            (1, r"\bval\s+\w+\s*:\s*PayImpl\b".to_string()),
+        ]);
+        assert_eq!(m.counts().split, 2);
+        let all = [true; 2];
+        for (text, expected) in [
+            ("val x: OrderImpl", [true, false]),
+            ("// see OrderImplTest, val x: OrderImplX", [false, false]),
+            ("val x: XOrderImpl\nval y:OrderImpl", [true, false]),
+            ("val x:\n  OrderImpl", [true, false]),
+            ("val : OrderImpl", [false, false]),
+            // Non-ASCII next to `\b` makes the backward automaton give up: the whole regex
+            // decides, as the regex crate would.
+            ("\u{e9}val x: PayImpl", [false, false]),
+            ("\u{e9} val x: PayImpl", [false, true]),
+        ] {
+            assert_eq!(run(&m, text, &all), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_confirmation_caches_stay_bounded() {
+        let patterns: Vec<(u32, String)> = (0..CONFIRM_CACHE as u32 + 300)
+            .map(|i| (i, format!(r"\bname{i:05}x\(")))
+            .collect();
+        let n = patterns.len();
+        let m = PatternMatcher::build(patterns);
+        let text: String = (0..n).map(|i| format!("name{i:05}x(\n")).collect();
+        let all = vec![true; n];
+        assert!(run(&m, &text, &all).iter().all(|h| *h));
+        assert!(m.compiled().0 <= CONFIRM_CACHE, "{:?}", m.compiled());
+        assert!(run(&m, &text, &all).iter().all(|h| *h), "dropped, rebuilt");
+    }
+}
