@@ -38,6 +38,7 @@
 //! - [`config`]: settings with the precedence flag > env > `config.yaml` > default.
 //! - [`service`]: the systemd units and launchd agent `guidebook service install` writes.
 //! - [`time`]: RFC 3339 timestamps and dates without a date-time dependency.
+//! - [`parallel`]: work split over the cores, results in input order.
 //!
 //! Dependencies point down this list: a domain module never imports `rpc`, `server`, `cli` or
 //! `mcp`, and a leaf imports only other leaves (their tests aside). The clients' side of the protocol (method names
@@ -54,6 +55,7 @@ pub mod guidebook;
 pub mod language;
 pub mod mcp;
 pub mod metrics;
+pub mod parallel;
 pub mod prompt;
 pub mod repo;
 pub mod rpc;

@@ -210,9 +210,12 @@ pub(crate) fn compile_pattern(pattern: &str) -> Result<regex::bytes::Regex, rege
 
 /// Checks that `pattern` would compile as [`compile_pattern`] compiles it, without building a
 /// whole regex: its syntax (the parser the regex crate uses, configured alike) and its forward
-/// Thompson NFA within [`REGEX_SIZE_LIMIT`] (the automaton the size limit bounds). About a sixth
-/// of the cost of `Regex::new` (which also builds a reverse NFA, a one-pass DFA and prefilters):
-/// the validation of a 1,000-guideline guidebook at start-up. The errors are the regex crate's.
+/// Thompson NFA within [`REGEX_SIZE_LIMIT`] (the automaton the size limit bounds). The errors are
+/// the regex crate's.
+///
+/// The NFA is built only when [`nfa_bound`] cannot show it is small: compiling Unicode classes
+/// such as `\w` was most of a 10,000-guideline load, and the bound measures each distinct class
+/// once per thread.
 pub(crate) fn validate_pattern(pattern: &str) -> Result<(), regex::Error> {
     let hir = regex_syntax::ParserBuilder::new()
         .multi_line(true)
@@ -220,15 +223,129 @@ pub(crate) fn validate_pattern(pattern: &str) -> Result<(), regex::Error> {
         .build()
         .parse(pattern)
         .map_err(|e| regex::Error::Syntax(e.to_string()))?;
+    if nfa_bound(&hir) <= REGEX_SIZE_LIMIT / 2 {
+        return Ok(());
+    }
+    nfa_check(&hir)
+        .map(drop)
+        .ok_or(regex::Error::CompiledTooBig(REGEX_SIZE_LIMIT))
+}
+
+fn nfa_check(hir: &regex_syntax::hir::Hir) -> Option<regex_automata::nfa::thompson::NFA> {
     regex_automata::nfa::thompson::Compiler::new()
         .configure(
             regex_automata::nfa::thompson::Config::new()
                 .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
                 .shrink(false),
         )
-        .build_from_hir(&hir)
-        .map(drop)
-        .map_err(|_| regex::Error::CompiledTooBig(REGEX_SIZE_LIMIT))
+        .build_from_hir(hir)
+        .ok()
+}
+
+/// A multiply-rotate hasher for the class memo: its keys are long range lists that SipHash
+/// spent a tenth of a large load on, and nothing adversarial chooses them.
+#[derive(Default, Clone, Copy)]
+struct FastHash(u64);
+
+impl std::hash::BuildHasher for FastHash {
+    type Hasher = FastHash;
+    fn build_hasher(&self) -> FastHash {
+        FastHash(0)
+    }
+}
+
+impl std::hash::Hasher for FastHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// The measured size of each distinct class: Unicode or bytes, and its ranges.
+type ClassSizes = std::collections::HashMap<(bool, Vec<(u32, u32)>), usize, FastHash>;
+
+/// Bytes charged per NFA state that a piece of a pattern adds around its parts: more than a
+/// state of the builder takes with its transitions (at most a few dozen bytes).
+const STATE_BOUND: usize = 128;
+
+/// An upper bound of the memory of `hir`'s Thompson NFA, the figure its size limit is checked
+/// against. A class is charged what it takes compiled alone (measured once per distinct class
+/// on this thread, NFA overhead included), every other piece [`STATE_BOUND`] per state it adds,
+/// and a repetition as many copies of its part as the compiler makes. The result is checked
+/// against half the limit, so a bound a little short still errs on the side of compiling.
+fn nfa_bound(hir: &regex_syntax::hir::Hir) -> usize {
+    // What every NFA holds whatever its pattern (its start states, the unanchored prefix).
+    static BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let base = *BASE.get_or_init(|| {
+        nfa_check(&regex_syntax::hir::Hir::empty()).map_or(usize::MAX / 4, |n| n.memory_usage())
+    });
+    base.saturating_add(piece_bound(hir))
+}
+
+fn piece_bound(hir: &regex_syntax::hir::Hir) -> usize {
+    use regex_syntax::hir::HirKind;
+    thread_local! {
+        static CLASSES: std::cell::RefCell<ClassSizes> = Default::default();
+    }
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => STATE_BOUND,
+        HirKind::Literal(lit) => (lit.0.len() + 1) * STATE_BOUND,
+        HirKind::Class(class) => CLASSES.with(|memo| {
+            use regex_syntax::hir::Class;
+            let key = match class {
+                Class::Unicode(c) => (
+                    true,
+                    c.ranges()
+                        .iter()
+                        .map(|r| (r.start() as u32, r.end() as u32))
+                        .collect(),
+                ),
+                Class::Bytes(c) => (
+                    false,
+                    c.ranges()
+                        .iter()
+                        .map(|r| (u32::from(r.start()), u32::from(r.end())))
+                        .collect(),
+                ),
+            };
+            if let Some(&size) = memo.borrow().get(&key) {
+                return size;
+            }
+            let size =
+                nfa_check(hir).map_or(usize::MAX / 4, |nfa| nfa.memory_usage() + 4 * STATE_BOUND);
+            memo.borrow_mut().insert(key, size);
+            size
+        }),
+        HirKind::Capture(cap) => piece_bound(&cap.sub).saturating_add(2 * STATE_BOUND),
+        HirKind::Concat(parts) => parts
+            .iter()
+            .fold(STATE_BOUND, |sum, p| sum.saturating_add(piece_bound(p))),
+        HirKind::Alternation(parts) => parts
+            .iter()
+            .fold((parts.len() + 2) * STATE_BOUND, |sum, p| {
+                sum.saturating_add(piece_bound(p))
+            }),
+        HirKind::Repetition(rep) => {
+            let copies = match rep.max {
+                Some(max) => max.max(1) as usize,
+                None => rep.min as usize + 1,
+            };
+            piece_bound(&rep.sub)
+                .saturating_add(2 * STATE_BOUND)
+                .saturating_mul(copies)
+                .saturating_add(2 * STATE_BOUND)
+        }
+    }
 }
 
 /// Parses and validates one guideline file's text.
@@ -505,6 +622,22 @@ mod tests {
                 .map(drop)
                 .map_err(|e| e.to_string());
             assert_eq!(cheap, full, "{pattern}");
+            // The bound never claims less than the compiler counts.
+            if let Ok(hir) = regex_syntax::ParserBuilder::new()
+                .multi_line(true)
+                .utf8(false)
+                .build()
+                .parse(pattern)
+            {
+                if let Some(nfa) = nfa_check(&hir) {
+                    assert!(
+                        nfa_bound(&hir) >= nfa.memory_usage(),
+                        "{pattern}: bound {} < {}",
+                        nfa_bound(&hir),
+                        nfa.memory_usage()
+                    );
+                }
+            }
         }
     }
 

@@ -386,7 +386,8 @@ impl PatternMatcher {
     /// usable literal until a file contains that literal.
     pub fn build(patterns: Vec<(u32, String)>) -> PatternMatcher {
         let (owners, sources): (Vec<u32>, Vec<String>) = patterns.into_iter().unzip();
-        let indexes = index_all(&sources);
+        // Parsing and literal extraction are most of the cost of building a large matcher.
+        let indexes = crate::parallel::map(sources.iter().collect(), 256, |s| index_of(s));
         let mut literal_ids: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut literals: Vec<Vec<u8>> = Vec::new();
         let mut targets: Vec<Targets> = Vec::new();
@@ -604,30 +605,6 @@ impl PatternMatcher {
             .get(p, || compile_pattern(&self.sources[p as usize]).ok())
             .is_some_and(|r| r.is_match(content))
     }
-}
-
-/// The index of every pattern, worked out on every core: parsing and literal extraction are
-/// most of the cost of building a large matcher.
-fn index_all(sources: &[String]) -> Vec<Index> {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    if sources.len() < 256 || cores < 2 {
-        return sources.iter().map(|s| index_of(s)).collect();
-    }
-    let chunk = sources.len().div_ceil(cores);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = sources
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|s| index_of(s)).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| vec![Index::Unindexed; chunk])
-                    .into_iter()
-            })
-            .collect()
-    })
 }
 
 #[cfg(test)]

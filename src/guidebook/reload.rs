@@ -130,13 +130,25 @@ impl Guidebook {
 
         let mut changed = !state.loaded_once;
         let mut next = BTreeMap::new();
-        for (path, meta) in listing {
+        let work: Vec<_> = listing
+            .into_iter()
+            .map(|(path, meta)| {
+                let previous = state.files.remove(&path);
+                (path, meta, previous)
+            })
+            .collect();
+        // Parsing and validating the patterns is most of a large guidebook's load: every core
+        // takes a share of the files.
+        let refreshed = crate::parallel::map(work, 64, |(path, meta, previous)| {
             let (entry, refreshed) = FileState::refresh(
-                state.files.remove(&path),
+                previous,
                 Stamp::of(&meta),
                 || read_text(&path, MAX_GUIDELINE_BYTES),
                 |text| parse_guideline(&path, &text),
             );
+            (path, entry, refreshed)
+        });
+        for (path, entry, refreshed) in refreshed {
             changed |= refreshed;
             next.insert(path, entry);
         }
