@@ -72,7 +72,8 @@ fn main() {
             budget,
         );
         print_row(&format!("{count} guidelines, 10 x 20 KB"), &point);
-        guidelines_rows.push(json!({"guidelines": count, "point": point}));
+        let checked = verify(&guidebook, dir.path(), &root, &files);
+        guidelines_rows.push(json!({"guidelines": count, "point": point, "verified": checked}));
     }
 
     let root = dir.path().join("gb1000");
@@ -149,6 +150,62 @@ fn print_row(name: &str, p: &Value) {
             .as_f64()
             .map_or("-".into(), |k| format!("{:.1}", k / 1024.0)),
     );
+}
+
+/// The point's answer checked against the plain `regex` crate: a search in a fresh session on a
+/// fresh sidecar must return exactly the guidelines that apply to a Kotlin file of
+/// `acme/backend-order` and have a pattern matching one of `files`, each pattern compiled on
+/// its own. Panics on any difference; returns how many guidelines matched.
+fn verify(guidebook: &Path, base: &Path, root: &Path, files: &[PathBuf]) -> usize {
+    use adaptive_guidebook::guidebook::{find_guideline_files, parse_guideline};
+    let home = tempfile::tempdir_in(base).unwrap();
+    let sidecar = BenchSidecar::start(guidebook, home.path(), root);
+    let mut got = common::search_ids(&sidecar.socket, "verify", files).expect("search");
+    got.sort();
+    drop(sidecar);
+    let contents: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let mut expected = Vec::new();
+    for (path, _) in find_guideline_files(root).unwrap() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let g = parse_guideline(&path, &text).unwrap();
+        let language_ok = g.languages.as_ref().is_none_or(|l| l.contains(&"kotlin"));
+        let repo_ok = g.repositories.as_ref().is_none_or(|globs| {
+            globs.iter().any(|glob| {
+                globset::GlobBuilder::new(glob)
+                    .literal_separator(true)
+                    .case_insensitive(true)
+                    .build()
+                    .unwrap()
+                    .compile_matcher()
+                    .is_match("acme/backend-order")
+            })
+        });
+        if !(language_ok && repo_ok) {
+            continue;
+        }
+        let matches = g.patterns.iter().any(|p| {
+            let r = regex::bytes::RegexBuilder::new(p)
+                .multi_line(true)
+                .build()
+                .unwrap();
+            contents.iter().any(|c| r.is_match(c))
+        });
+        if matches {
+            expected.push(g.id);
+        }
+    }
+    expected.sort();
+    assert_eq!(
+        got,
+        expected,
+        "{}: the search's guidelines differ from the regex crate's",
+        root.display()
+    );
+    println!(
+        "  verified against the regex crate: {} guidelines",
+        got.len()
+    );
+    got.len()
 }
 
 /// One point: a fresh sidecar on `root`, warm searches of `files` (a new session each, so each

@@ -1,5 +1,5 @@
 //! Scan throughput against ripgrep on the same files and the same patterns: the sidecar's
-//! in-process scan (read each file once, one `RegexSet` pass for all 1,000 guidelines' patterns,
+//! in-process scan (read each file once, one pass of the matching engine for all 1,000 guidelines' patterns,
 //! one thread) against `rg -c -f patterns.txt FILES` with one thread (`-j1`) and with its
 //! default parallelism. Two corpora: generated Kotlin (200 files of ~50 KB) and a real
 //! repository (`SCAN_REPO`, default this repository; files as `rg --files` lists them, so

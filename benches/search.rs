@@ -1,6 +1,6 @@
 //! Criterion benchmarks of the sidecar's in-process work for one `search`: the evaluation
-//! (repository identity, read, one RegexSet pass per file) with and without the SQLite commit,
-//! and the single-pass scan against a pattern-by-pattern scan on the same files.
+//! (repository identity, read, one literal-automaton pass per file and its confirmations) with and without the SQLite commit,
+//! and the engine's scan against a pattern-by-pattern scan on the same files.
 
 mod common;
 
@@ -93,7 +93,7 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let all = vec![true; snapshot.guidelines.len()];
-    g.bench_function("scan_regexset_single_pass", |b| {
+    g.bench_function("scan_engine_single_pass", |b| {
         b.iter(|| {
             contents
                 .iter()

@@ -1,10 +1,9 @@
 //! Differential test of the matching engine against the plain `regex` crate, pattern by pattern.
 //!
-//! Whatever the snapshot matches with (today: every pattern in `RegexSet`s of at most 2,048), it
+//! Whatever the snapshot matches with (a literal automaton, confirmations at the hits), it
 //! must agree with a reference that compiles every pattern on its own and tries it on the whole
 //! file: on which guidelines match, and on each one's first matching line and pattern. Over
-//! generated guidebooks and near-miss files (proptest), and over this repository's sources. A
-//! new engine (a literal prefilter, say) has to pass it unchanged.
+//! generated guidebooks and near-miss files (proptest), and over this repository's sources.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
