@@ -37,7 +37,12 @@ fn main() {
         "{} is missing: run benches/run-all.sh, which builds it",
         shim.display()
     );
-    let dir = tempfile::tempdir().unwrap();
+    // `SCALING_KEEP=1` leaves the generated guidebooks and files behind, to look into.
+    let dir = tempfile::Builder::new()
+        .disable_cleanup(std::env::var_os("SCALING_KEEP").is_some())
+        .tempdir()
+        .unwrap();
+    println!("generated under {}", dir.path().display());
     let repo = dir.path().join("repo");
     common::git_repo(&repo, "git@github.com:acme/backend-order.git");
 

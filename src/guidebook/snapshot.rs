@@ -58,6 +58,40 @@ impl CompiledGuideline {
     }
 }
 
+/// The most distinct globs in one `GlobSet`: globset compiles a set into one regex set, which
+/// has a size limit.
+const GLOBS_PER_SET: usize = 256;
+
+/// The globs in sets of at most [`GLOBS_PER_SET`]. A set that still fails to build (it cannot
+/// with globs that each compiled) is split down to single globs rather than dropped, so a
+/// guideline's repository scope is never silently lost.
+fn build_glob_sets(globs: Vec<(Glob, Vec<u32>)>) -> Vec<(GlobSet, Vec<Vec<u32>>)> {
+    let mut out = Vec::new();
+    let mut pending: Vec<Vec<(Glob, Vec<u32>)>> = Vec::new();
+    let mut globs = globs.into_iter().peekable();
+    while globs.peek().is_some() {
+        pending.push(globs.by_ref().take(GLOBS_PER_SET).collect());
+    }
+    while let Some(chunk) = pending.pop() {
+        let mut builder = GlobSetBuilder::new();
+        for (glob, _) in &chunk {
+            builder.add(glob.clone());
+        }
+        match builder.build() {
+            Ok(set) => out.push((set, chunk.into_iter().map(|(_, o)| o).collect())),
+            Err(e) if chunk.len() > 1 => {
+                tracing::warn!("repository globs split further: {e}");
+                let mut chunk = chunk;
+                let half = chunk.split_off(chunk.len() / 2);
+                pending.push(chunk);
+                pending.push(half);
+            }
+            Err(e) => tracing::warn!("repository glob {} left out: {e}", chunk[0].0.glob()),
+        }
+    }
+    out
+}
+
 /// Which guidelines apply to one `(repository, language)` pair, as a dense flag per guideline.
 pub type Applicability = Vec<bool>;
 
@@ -72,8 +106,9 @@ pub struct GuidelineSnapshot {
     pub loaded_at: SystemTime,
     matcher: PatternMatcher,
     /// Every repository glob of every guideline, and the guideline each belongs to.
-    repo_globs: GlobSet,
-    repo_glob_owner: Vec<u32>,
+    /// Every distinct repository glob of every guideline, in sets of at most
+    /// [`GLOBS_PER_SET`], each with the guidelines of each of its globs.
+    repo_globs: Vec<(GlobSet, Vec<Vec<u32>>)>,
 }
 
 impl GuidelineSnapshot {
@@ -86,8 +121,10 @@ impl GuidelineSnapshot {
         guidelines.sort_by(|a, b| a.id.cmp(&b.id));
         let mut owners = Vec::new();
         let mut patterns = Vec::new();
-        let mut repo_globs = GlobSetBuilder::new();
-        let mut repo_glob_owner = Vec::new();
+        // Distinct globs, each with its guidelines: a company guidebook repeats a few globs
+        // thousands of times, and one set of 25,000 copies of `acme/**` failed to build.
+        let mut glob_index: std::collections::HashMap<String, usize> = Default::default();
+        let mut globs: Vec<(Glob, Vec<u32>)> = Vec::new();
         let compiled: Vec<CompiledGuideline> = guidelines
             .into_iter()
             .enumerate()
@@ -99,9 +136,11 @@ impl GuidelineSnapshot {
                 for glob in g.repositories.iter().flatten() {
                     // Validated at load time; a failure here would be a bug, and skipping the
                     // glob only narrows the guideline's scope.
-                    if let Ok(glob) = compile_repository_glob(glob) {
-                        repo_globs.add(glob);
-                        repo_glob_owner.push(gi as u32);
+                    if let Some(&k) = glob_index.get(glob.as_str()) {
+                        globs[k].1.push(gi as u32);
+                    } else if let Ok(compiled) = compile_repository_glob(glob) {
+                        glob_index.insert(glob.clone(), globs.len());
+                        globs.push((compiled, vec![gi as u32]));
                     }
                 }
                 CompiledGuideline {
@@ -118,8 +157,7 @@ impl GuidelineSnapshot {
             errors,
             loaded_at: SystemTime::now(),
             matcher,
-            repo_globs: repo_globs.build().unwrap_or_else(|_| GlobSet::empty()),
-            repo_glob_owner,
+            repo_globs: build_glob_sets(globs),
         }
     }
 
@@ -136,8 +174,12 @@ impl GuidelineSnapshot {
             .map(|g| g.guideline.repositories.is_none())
             .collect();
         if let Some(repo) = repository {
-            for i in self.repo_globs.matches(repo) {
-                repo_ok[self.repo_glob_owner[i] as usize] = true;
+            for (set, owners) in &self.repo_globs {
+                for i in set.matches(repo) {
+                    for &g in &owners[i] {
+                        repo_ok[g as usize] = true;
+                    }
+                }
             }
         }
         self.applicability_with(repo_ok, language)
@@ -289,6 +331,33 @@ mod tests {
         idx.iter()
             .map(|i| s.guidelines[*i].id().to_string())
             .collect()
+    }
+
+    /// Thousands of guidelines repeating the same few globs all keep their scope (one set of
+    /// 30,000 globs failed to build, and every repository-scoped guideline stopped applying).
+    #[test]
+    fn many_repeated_repository_globs_all_apply() {
+        let n = 30_000;
+        let guidelines: Vec<Arc<Guideline>> = (0..n)
+            .map(|i| {
+                let glob: &[&str] = if i % 2 == 0 {
+                    &["acme/**"]
+                } else {
+                    &["acme/backend-*"]
+                };
+                g(&format!("g{i:05}"), Some(glob), None, &["TODO"])
+            })
+            .collect();
+        let s = GuidelineSnapshot::build("/g".into(), guidelines, vec![]);
+        let applies = |repo| {
+            s.applicability(Some(repo), None)
+                .iter()
+                .filter(|a| **a)
+                .count()
+        };
+        assert_eq!(applies("acme/backend-order"), n);
+        assert_eq!(applies("acme/web"), n / 2);
+        assert_eq!(applies("other/backend-x"), 0);
     }
 
     #[test]
