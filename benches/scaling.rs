@@ -11,7 +11,9 @@
 //! search took minutes before the patterns were split into sets of 2,048), SCALING_GUIDELINES
 //! (default `100,1000,10000`), SCALING_SWEEPS
 //! (`0` skips the file-size and file-count sweeps), BENCH_CORPUS (`near-miss` for the near-miss
-//! corpus), BENCH_GUIDEBOOK (a directory with another build's binaries to measure).
+//! corpus), BENCH_GUIDEBOOK (a directory with another build's binaries to measure),
+//! SCALING_KEEP (`1` keeps the generated guidebooks and files). Each guideline-count point's
+//! answer is checked against the plain `regex` crate, pattern by pattern.
 
 mod common;
 

@@ -770,6 +770,23 @@ mod tests {
         }
     }
 
+    /// A company-wide guidebook repeats patterns across guidelines: every guideline of a
+    /// shared prefix group or a shared split literal is marked, not only the first.
+    #[test]
+    fn identical_patterns_in_several_guidelines_all_match() {
+        let m = PatternMatcher::build(vec![
+            (0, r"\bFooBar\(".to_string()),
+            (1, r"\bFooBar\(".to_string()),
+            (2, r"\bFooBar\.\w+\(".to_string()),
+            (3, r"val\s+\w+\s*:\s*FooBar\b".to_string()),
+            (4, r"val\s+\w+\s*:\s*FooBar\b".to_string()),
+        ]);
+        assert_eq!(
+            run(&m, "  val hit3 = FooBar(x)\n val a: FooBar\n", &[true; 5]),
+            [true, true, false, true, true]
+        );
+    }
+
     #[test]
     fn the_confirmation_caches_stay_bounded() {
         let patterns: Vec<(u32, String)> = (0..CONFIRM_CACHE as u32 + 300)
