@@ -395,6 +395,29 @@ pub fn search_once(
     session: &str,
     files: &[PathBuf],
 ) -> Result<(std::time::Duration, usize), String> {
+    let (elapsed, text) = post_search(socket, session, files)?;
+    Ok((elapsed, text.matches("\"id\":\"g").count()))
+}
+
+/// The ids of the guidelines one `search` returns (a new session, no budget).
+pub fn search_ids(socket: &Path, session: &str, files: &[PathBuf]) -> Result<Vec<String>, String> {
+    let (_, text) = post_search(socket, session, files)?;
+    let json = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("{e}: {text}"))?;
+    let list = v["result"].as_array().ok_or_else(|| text.clone())?;
+    Ok(list
+        .iter()
+        .filter_map(|g| g["id"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// One `search` over a fresh connection: its round trip and the whole HTTP response, or the
+/// response when it is not a result.
+fn post_search(
+    socket: &Path,
+    session: &str,
+    files: &[PathBuf],
+) -> Result<(std::time::Duration, String), String> {
     use std::io::{Read, Write};
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "search",
         "params": {"sessionId": session, "filepaths": files}})
@@ -405,31 +428,11 @@ pub fn search_once(
     let mut out = Vec::new();
     s.read_to_end(&mut out).map_err(|e| e.to_string())?;
     let elapsed = start.elapsed();
-    let text = String::from_utf8_lossy(&out);
+    let text = String::from_utf8_lossy(&out).into_owned();
     if !text.starts_with("HTTP/1.1 200") || text.contains("\"error\"") {
-        return Err(text.into_owned());
+        return Err(text);
     }
-    Ok((elapsed, text.matches("\"id\":\"g").count()))
-}
-
-/// The ids of the guidelines one `search` returns (a new session, no budget).
-pub fn search_ids(socket: &Path, session: &str, files: &[PathBuf]) -> Result<Vec<String>, String> {
-    use std::io::{Read, Write};
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "search",
-        "params": {"sessionId": session, "filepaths": files}})
-    .to_string();
-    let mut s = std::os::unix::net::UnixStream::connect(socket).map_err(|e| e.to_string())?;
-    write!(s, "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&out);
-    let json = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("{e}: {text}"))?;
-    let list = v["result"].as_array().ok_or_else(|| text.to_string())?;
-    Ok(list
-        .iter()
-        .filter_map(|g| g["id"].as_str().map(str::to_string))
-        .collect())
+    Ok((elapsed, text))
 }
 
 /// An environment variable parsed, or `default`.

@@ -90,21 +90,15 @@ pub fn index_of(pattern: &str) -> Index {
         all
     };
     let good = len(&inner).min(GOOD_PREFIX_LEN);
-    let split = split_point(&hir);
     match (prefixes, inner) {
         (Some(p), _) if p.min_literal_len() >= Some(good) => Index::Prefixes(literals(p)),
-        (_, Some(_))
-            if split
-                .as_ref()
-                .is_some_and(|(_, s)| s.min_literal_len() >= Some(good)) =>
-        {
-            let (at, seq) = split.expect("checked just above");
-            Index::Split {
+        (_, Some(inner)) => match split_point(&hir) {
+            Some((at, seq)) if seq.min_literal_len() >= Some(good) => Index::Split {
                 at,
                 literals: literals(seq),
-            }
-        }
-        (_, Some(inner)) => Index::Inner(literals(inner)),
+            },
+            _ => Index::Inner(literals(inner)),
+        },
         (Some(p), None) => Index::Prefixes(literals(p)),
         (None, None) => Index::Unindexed,
     }
@@ -164,16 +158,7 @@ impl SplitPattern {
             .build_from_nfa(nfa)
             .ok()?;
         let after = meta::Builder::new()
-            .configure(
-                meta::Config::new()
-                    .onepass(false)
-                    .backtrack(false)
-                    .dfa(false)
-                    .auto_prefilter(false)
-                    .utf8_empty(false)
-                    .which_captures(thompson::WhichCaptures::None)
-                    .nfa_size_limit(Some(REGEX_SIZE_LIMIT)),
-            )
+            .configure(set_config(Use::Anchored, 1))
             .build_from_hir(&after)
             .ok()?;
         Some(SplitPattern {
@@ -282,25 +267,29 @@ enum Use {
 /// configured as `regex::bytes::RegexSetBuilder` configures its engine: no captures, bytes not
 /// required to be UTF-8, `^`/`$` at lines.
 fn build_set(patterns: &[&str], use_: Use) -> Result<meta::Regex, String> {
+    meta::Builder::new()
+        .configure(set_config(use_, patterns.len()))
+        .syntax(syntax::Config::new().multi_line(true).utf8(false))
+        .build_many(patterns)
+        .map_err(|e| e.to_string())
+}
+
+/// The engine configuration of a set of `patterns` patterns searched as `use_` says.
+fn set_config(use_: Use, patterns: usize) -> meta::Config {
     let light = use_ == Use::Anchored;
-    let config = meta::Config::new()
+    meta::Config::new()
         .onepass(!light)
         .backtrack(!light)
         .dfa(!light)
         .auto_prefilter(!light)
         .match_kind(MatchKind::All)
         .utf8_empty(false)
-        .which_captures(regex_automata::nfa::thompson::WhichCaptures::None)
+        .which_captures(thompson::WhichCaptures::None)
         .nfa_size_limit(Some(
             REGEX_SIZE_LIMIT
-                .saturating_mul(patterns.len().max(1))
+                .saturating_mul(patterns.max(1))
                 .min(1 << 30),
-        ));
-    meta::Builder::new()
-        .configure(config)
-        .syntax(syntax::Config::new().multi_line(true).utf8(false))
-        .build_many(patterns)
-        .map_err(|e| e.to_string())
+        ))
 }
 
 /// Compiled things by key, at most [`CONFIRM_CACHE`] of them.
@@ -508,25 +497,21 @@ impl PatternMatcher {
             applicable[g] && !hit[g]
         };
         if let Some(prefilter) = &self.prefilter {
-            // Per group: 0 not looked at yet, 1 worth confirming, 2 nothing wanted in it.
-            let mut group_state = vec![0u8; self.groups.len()];
-            let mut literal_seen = vec![false; self.targets.len()];
+            // Per group hit in this file: whether anything in it is still wanted. Hits are few
+            // where literals are many, so these grow with the hits, not the guidebook.
+            let mut group_live: HashMap<u32, bool> = HashMap::new();
+            let mut literal_seen: std::collections::HashSet<usize> = Default::default();
             let mut candidates = Vec::new();
             let mut found = PatternSet::new(1);
             for m in prefilter.find_overlapping_iter(content) {
                 let k = m.pattern().as_usize();
                 let targets = &self.targets[k];
                 for &g in &targets.groups {
-                    let state = &mut group_state[g as usize];
                     let members = &self.groups[g as usize];
-                    if *state == 0 {
-                        *state = if members.iter().any(|&p| wanted(p, hit)) {
-                            1
-                        } else {
-                            2
-                        };
-                    }
-                    if *state != 1 {
+                    let live = *group_live
+                        .entry(g)
+                        .or_insert_with(|| members.iter().any(|&p| wanted(p, hit)));
+                    if !live {
                         continue;
                     }
                     let Some(set) = self.anchored.get(g, || {
@@ -568,8 +553,7 @@ impl PatternMatcher {
                         hit[self.owners[p as usize] as usize] = true;
                     }
                 }
-                if !targets.inner.is_empty() && !literal_seen[k] {
-                    literal_seen[k] = true;
+                if !targets.inner.is_empty() && literal_seen.insert(k) {
                     candidates.extend(targets.inner.iter().copied());
                 }
             }
