@@ -16,7 +16,11 @@ fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("guidebook");
     let repo = dir.path().join("repo");
-    let guidelines = 1000;
+    // `SEARCH_GUIDELINES=N` measures another guidebook size (the group keeps its name).
+    let guidelines: usize = std::env::var("SEARCH_GUIDELINES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000);
     common::write_guidebook(&root, guidelines, 7);
     common::git_repo(&repo, "git@github.com:acme/backend-order.git");
     let files = common::write_kotlin_files(&repo.join("src"), 10, 20_000, guidelines, 11);

@@ -12,7 +12,7 @@ use crate::breaker::Breaker;
 use crate::config::Settings;
 use crate::files::{self, Skip};
 use crate::flags::Flags;
-use crate::guidebook::{Applicability, Guidebook, GuidelineSnapshot};
+use crate::guidebook::{Applicability, ApplicabilityKey, Guidebook, GuidelineSnapshot};
 use crate::metrics::{Recorder, Telemetry};
 use crate::prompt::PromptPacks;
 use crate::repo::RepositoryResolver;
@@ -121,7 +121,7 @@ pub struct GuidelineMatch {
 }
 
 /// Which guidelines apply, per (repository, language): computed once per pair and reused.
-pub type ApplicabilityCache = HashMap<(Option<String>, Option<&'static str>), Applicability>;
+pub type ApplicabilityCache = HashMap<ApplicabilityKey, Arc<Applicability>>;
 
 /// One file's evaluation against `snapshot`: its repository and language, then, unless it
 /// cannot be read, the applicable guidelines that match its first `max_file_bytes` (with the
@@ -147,7 +147,7 @@ pub fn evaluate_file(
         Ok(content) => {
             let applicable = applicability
                 .entry((repository.clone(), language))
-                .or_insert_with(|| snapshot.applicability(repository.as_deref(), language));
+                .or_insert_with(|| snapshot.applicability_kept(repository.as_deref(), language));
             let matches = snapshot
                 .matching(&content.bytes, applicable)
                 .into_iter()

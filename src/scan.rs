@@ -110,7 +110,7 @@ pub fn scan(
                     found.repositories.insert(repository, ());
                 }
                 if let Some(applicable) = applicable.filter(|_| evaluation.skipped.is_none()) {
-                    for (count, applies) in found.applicable.iter_mut().zip(applicable) {
+                    for (count, &applies) in found.applicable.iter_mut().zip(applicable.iter()) {
                         *count += usize::from(applies);
                     }
                 }

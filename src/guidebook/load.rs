@@ -242,10 +242,10 @@ fn nfa_check(hir: &regex_syntax::hir::Hir) -> Option<regex_automata::nfa::thomps
         .ok()
 }
 
-/// A multiply-rotate hasher for the class memo: its keys are long range lists that SipHash
+/// A multiply-rotate hasher for the class memo and the literal windows: its keys are long range lists that SipHash
 /// spent a tenth of a large load on, and nothing adversarial chooses them.
 #[derive(Default, Clone, Copy)]
-struct FastHash(u64);
+pub(super) struct FastHash(u64);
 
 impl std::hash::BuildHasher for FastHash {
     type Hasher = FastHash;
@@ -268,6 +268,10 @@ impl std::hash::Hasher for FastHash {
     }
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u128(&mut self, n: u128) {
+        self.write_u64(n as u64);
+        self.write_u64((n >> 64) as u64);
     }
 }
 

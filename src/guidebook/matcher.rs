@@ -1,8 +1,9 @@
 //! The matching engine: which patterns match a file, found without trying most of them.
 //!
 //! Every pattern that requires some literal text (`\bOrderInvoiceImpl\(` cannot match where
-//! `OrderInvoiceImpl(` does not occur) is indexed by that text in one Aho-Corasick automaton,
-//! and a file is scanned once with it. Near misses (`OrderInvoiceBuilder(`) stop there.
+//! `OrderInvoiceImpl(` does not occur) is indexed by that text, and a file is scanned once for
+//! every such literal (`literals.rs`: hashed windows, an Aho-Corasick automaton for the short
+//! ones). Near misses (`OrderInvoiceBuilder(`) stop there.
 //!
 //! A literal hit is confirmed in one of two ways, chosen per pattern when it is indexed:
 //! - **at the hit** when the literals are the pattern's *prefixes* (every match starts with one
@@ -21,7 +22,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
@@ -30,6 +30,7 @@ use regex_automata::{Anchored, Input, MatchKind, PatternSet};
 use regex_syntax::hir::literal::{Extractor, Seq};
 use regex_syntax::hir::{Hir, HirKind};
 
+use super::literals::LiteralScan;
 use super::load::{compile_pattern, REGEX_SIZE_LIMIT};
 
 /// A literal shorter than this occurs almost everywhere and filters nothing.
@@ -344,7 +345,7 @@ pub struct PatternMatcher {
     owners: Vec<u32>,
     sources: Vec<String>,
     /// Every indexed literal, and what a hit of literal `k` leads to.
-    prefilter: Option<AhoCorasick>,
+    scan: LiteralScan,
     targets: Vec<Targets>,
     /// Patterns that share the same prefix literals, confirmed together.
     groups: Vec<Vec<u32>>,
@@ -420,15 +421,7 @@ impl PatternMatcher {
                 Index::Unindexed => unindexed.push(p),
             }
         }
-        let prefilter = (!literals.is_empty()).then(|| {
-            // Without its prefilter: in code dense with near misses the prefilter's rare bytes
-            // occur everywhere, and measured 15 % slower than the automaton alone.
-            AhoCorasick::builder()
-                .match_kind(aho_corasick::MatchKind::Standard)
-                .prefilter(false)
-                .build(&literals)
-                .expect("literals of bounded size build an automaton")
-        });
+        let scan = LiteralScan::new(literals);
         let mut sets = Vec::new();
         let mut one_by_one = Vec::new();
         for chunk in unindexed.chunks(PATTERNS_PER_SET) {
@@ -449,7 +442,7 @@ impl PatternMatcher {
         PatternMatcher {
             owners,
             sources,
-            prefilter,
+            scan,
             targets,
             groups,
             sets,
@@ -496,15 +489,17 @@ impl PatternMatcher {
             let g = self.owners[p as usize] as usize;
             applicable[g] && !hit[g]
         };
-        if let Some(prefilter) = &self.prefilter {
+        if self.scan.len() > 0 {
             // Per group hit in this file: whether anything in it is still wanted. Hits are few
             // where literals are many, so these grow with the hits, not the guidebook.
             let mut group_live: HashMap<u32, bool> = HashMap::new();
             let mut literal_seen: std::collections::HashSet<usize> = Default::default();
             let mut candidates = Vec::new();
             let mut found = PatternSet::new(1);
-            for m in prefilter.find_overlapping_iter(content) {
-                let k = m.pattern().as_usize();
+            let mut literal_hits = Vec::new();
+            self.scan
+                .for_each(content, |k, start| literal_hits.push((k, start)));
+            for (k, start) in literal_hits {
                 let targets = &self.targets[k];
                 for &g in &targets.groups {
                     let members = &self.groups[g as usize];
@@ -527,9 +522,7 @@ impl PatternMatcher {
                         found = PatternSet::new(members.len());
                     }
                     found.clear();
-                    let input = Input::new(content)
-                        .range(m.start()..)
-                        .anchored(Anchored::Yes);
+                    let input = Input::new(content).range(start..).anchored(Anchored::Yes);
                     set.which_overlapping_matches(&input, &mut found);
                     for pid in found.iter() {
                         let g = self.owners[members[pid.as_usize()] as usize] as usize;
@@ -545,7 +538,7 @@ impl PatternMatcher {
                         .split
                         .get(p, || SplitPattern::build(source, at as usize))
                     {
-                        Some(split) => split.matches_at(content, m.start()),
+                        Some(split) => split.matches_at(content, start),
                         None => None,
                     };
                     let confirmed = confirmed.unwrap_or_else(|| self.confirmed(p, content));

@@ -2,6 +2,7 @@
 //! that requests match against, and the live store that reloads it with last-good semantics.
 
 mod examples;
+mod literals;
 pub(crate) mod load;
 mod matcher;
 mod reload;
@@ -10,7 +11,7 @@ mod snapshot;
 pub use examples::{run_examples, ExampleFailure, ExampleReport};
 pub use load::{find_guideline_files, parse_guideline, LoadError, GUIDELINE_FILE_NAME};
 pub use reload::{Guidebook, ReloadOutcome};
-pub use snapshot::{Applicability, CompiledGuideline, GuidelineSnapshot};
+pub use snapshot::{Applicability, ApplicabilityKey, CompiledGuideline, GuidelineSnapshot};
 
 use std::path::PathBuf;
 

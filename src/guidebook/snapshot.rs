@@ -1,10 +1,11 @@
 //! The immutable form of a guidebook that requests match against: guidelines sorted by id,
 //! their scopes, and their patterns indexed by the matching engine (`matcher.rs`: one
-//! Aho-Corasick pass per file over every pattern's literals, candidates confirmed by regexes
-//! compiled on first need). Reads nothing; built by `reload`, shared through `arc-swap`.
+//! pass per file over every pattern's literals, candidates confirmed by regexes compiled on
+//! first need). Reads nothing; built by `reload`, shared through `arc-swap`.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
@@ -109,7 +110,16 @@ pub struct GuidelineSnapshot {
     /// Every distinct repository glob of every guideline, in sets of at most
     /// [`GLOBS_PER_SET`], each with the guidelines of each of its globs.
     repo_globs: Vec<(GlobSet, Vec<Vec<u32>>)>,
+    /// Applicability per (repository, language) seen lately: working it out is a pass over
+    /// every guideline, a search's largest cost after the scan at 10,000 guidelines.
+    applicable: Mutex<HashMap<ApplicabilityKey, Arc<Applicability>>>,
 }
+
+/// A file's repository identity and language.
+pub type ApplicabilityKey = (Option<String>, Option<&'static str>);
+
+/// The most (repository, language) pairs whose applicability a snapshot keeps.
+const APPLICABILITY_KEPT: usize = 64;
 
 impl GuidelineSnapshot {
     /// Compiles `guidelines` (ids must be unique) into a snapshot.
@@ -158,6 +168,7 @@ impl GuidelineSnapshot {
             loaded_at: SystemTime::now(),
             matcher,
             repo_globs: build_glob_sets(globs),
+            applicable: Mutex::new(HashMap::new()),
         }
     }
 
@@ -183,6 +194,26 @@ impl GuidelineSnapshot {
             }
         }
         self.applicability_with(repo_ok, language)
+    }
+
+    /// [`Self::applicability`], kept for the next file of the same repository and language.
+    pub fn applicability_kept(
+        &self,
+        repository: Option<&str>,
+        language: Option<&'static str>,
+    ) -> Arc<Applicability> {
+        let lock = || self.applicable.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (repository.map(str::to_string), language);
+        if let Some(a) = lock().get(&key) {
+            return a.clone();
+        }
+        let made = Arc::new(self.applicability(repository, language));
+        let mut kept = lock();
+        if kept.len() >= APPLICABILITY_KEPT {
+            kept.clear();
+        }
+        kept.insert(key, made.clone());
+        made
     }
 
     /// Which guidelines apply to a file of `language` in whatever repository each is scoped to:

@@ -1,0 +1,349 @@
+//! The literal scan: every occurrence of every indexed literal in a file, in one pass.
+//!
+//! A literal of 8 bytes or more is found by its last 8 (or 16, when it has them) bytes: at every
+//! position of the text the next 8 and 16 bytes are hashed and looked up in a bitmap that fits
+//! in the cache, and only a set bit leads to an exact lookup and a byte-for-byte comparison.
+//! The cost per byte does not depend on how many literals there are, nor on how much of the
+//! text looks like them: an Aho-Corasick automaton over thousands of identifiers walks deep
+//! into its trie at every near miss (`OrderInvoiceBuilder(` against `OrderInvoiceImpl(`) and
+//! measured several times slower per byte on such code. Literals shorter than 8 bytes, which
+//! are few, go through an automaton. Reads nothing; built with a snapshot.
+
+use std::collections::HashMap;
+
+use aho_corasick::AhoCorasick;
+
+use super::load::FastHash;
+
+/// Bits per indexed window in a bitmap: a text position hashes onto a set bit by chance about
+/// once in this many.
+const BITS_PER_LITERAL: usize = 64;
+/// The smallest and largest bitmap, as powers of two (512 bytes; 2 MiB).
+const MIN_BITS: u32 = 12;
+const MAX_BITS: u32 = 24;
+
+/// The literals hashed by `W`-byte windows, tried every `stride` bytes of the text.
+///
+/// A literal of `L ≥ W + stride - 1` bytes is indexed by the `stride` windows that end at its
+/// last `stride` bytes: of the window positions an occurrence covers, exactly one in every
+/// `stride` consecutive ones is tried, so each occurrence is found once.
+#[derive(Debug)]
+struct Windows<K> {
+    stride: usize,
+    /// `64 - log2(bitmap bits)`: a hash's top bits pick its bit.
+    shift: u32,
+    bitmap: Vec<u64>,
+    /// Each window, exactly, and the literals with it.
+    by_window: HashMap<K, Vec<Candidate>, FastHash>,
+}
+
+/// A literal that has a window at `offset`, and up to 8 of its bytes before the window (as a
+/// little-endian number): one comparison turns away most of the literals that share a window
+/// (the same words after another first word) before any is compared in full.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    literal: u32,
+    offset: u32,
+    before: u64,
+}
+
+/// The bytes of `b` before `at`, at most 8 of them, as a little-endian number.
+fn bytes_before(b: &[u8], at: usize) -> u64 {
+    b[at.saturating_sub(8)..at]
+        .iter()
+        .rev()
+        .fold(0, |n, &byte| (n << 8) | u64::from(byte))
+}
+
+/// A window width: how to read `W` bytes as a key and hash them.
+trait Width: std::hash::Hash + Eq + Copy {
+    const W: usize;
+    fn load(b: &[u8]) -> Self;
+    fn hash(self) -> u64;
+}
+
+impl Width for u64 {
+    const W: usize = 8;
+    #[inline(always)]
+    fn load(b: &[u8]) -> u64 {
+        u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+    }
+    #[inline(always)]
+    fn hash(self) -> u64 {
+        self.wrapping_mul(K8)
+    }
+}
+
+impl Width for u128 {
+    const W: usize = 16;
+    #[inline(always)]
+    fn load(b: &[u8]) -> u128 {
+        u128::from_le_bytes(b[..16].try_into().expect("16 bytes"))
+    }
+    #[inline(always)]
+    fn hash(self) -> u64 {
+        (self as u64).wrapping_mul(K8) ^ ((self >> 64) as u64).wrapping_mul(K16)
+    }
+}
+
+const K8: u64 = 0x9E37_79B9_7F4A_7C15;
+const K16: u64 = 0xC2B2_AE3D_27D4_EB4F;
+
+/// How many bytes apart windows are tried. Longer strides index more windows per literal, the
+/// earliest of which may miss its distinctive end (`OrderInvoiceImpl(` against the
+/// `OrderInvoiceBuilder(` all around it) and hit the text more often.
+const STRIDE: usize = 4;
+/// The shortest literal hashed by 8-byte windows, and by 16-byte ones; shorter literals go
+/// through the automaton.
+const MIN_W8: usize = 8 + STRIDE - 1;
+const MIN_W16: usize = 16 + STRIDE - 1;
+
+impl<K: Width> Windows<K> {
+    fn new(stride: usize, literals: &[(u32, &[u8])]) -> Self {
+        let want = (literals.len() * stride * BITS_PER_LITERAL).next_power_of_two();
+        let bits = want.trailing_zeros().clamp(MIN_BITS, MAX_BITS);
+        let shift = 64 - bits;
+        let mut bitmap = vec![0u64; (1usize << bits) / 64];
+        let mut by_window: HashMap<K, Vec<Candidate>, FastHash> = HashMap::default();
+        for &(k, l) in literals {
+            for offset in l.len() - K::W - (stride - 1)..=l.len() - K::W {
+                let w = K::load(&l[offset..]);
+                let h = (w.hash() >> shift) as usize;
+                bitmap[h / 64] |= 1 << (h % 64);
+                by_window.entry(w).or_default().push(Candidate {
+                    literal: k,
+                    offset: offset as u32,
+                    before: bytes_before(l, offset),
+                });
+            }
+        }
+        Windows {
+            stride,
+            shift,
+            bitmap,
+            by_window,
+        }
+    }
+
+    /// Calls `hit` for each occurrence of its literals in `content`.
+    fn scan(&self, literals: &[Vec<u8>], content: &[u8], hit: &mut impl FnMut(usize, usize)) {
+        let mut i = 0;
+        while i + K::W <= content.len() {
+            let w = K::load(&content[i..]);
+            let h = (w.hash() >> self.shift) as usize;
+            if self.bitmap[h / 64] & (1 << (h % 64)) != 0 {
+                // The 8 bytes before the window, whose last `offset` a candidate's must equal.
+                let before = match i.checked_sub(8) {
+                    Some(from) => u64::load(&content[from..]),
+                    None => bytes_before(content, i)
+                        .checked_shl(8 * (8 - i as u32))
+                        .unwrap_or(0),
+                };
+                for c in self.by_window.get(&w).into_iter().flatten() {
+                    let offset = c.offset as usize;
+                    let Some(start) = i.checked_sub(offset) else {
+                        continue;
+                    };
+                    if offset > 0 && before >> (8 * 8usize.saturating_sub(offset)) != c.before {
+                        continue;
+                    }
+                    let l = &literals[c.literal as usize];
+                    if content.get(start..start + l.len()) == Some(l) {
+                        hit(c.literal as usize, start);
+                    }
+                }
+            }
+            i += self.stride;
+        }
+    }
+}
+
+/// Every literal of a matcher, ready to be found.
+#[derive(Debug)]
+pub struct LiteralScan {
+    literals: Vec<Vec<u8>>,
+    /// The literals shorter than [`MIN_W8`] bytes, and their numbers.
+    short: Option<(AhoCorasick, Vec<u32>)>,
+    /// Literals of [`MIN_W8`] bytes or more by 8-byte windows, of [`MIN_W16`] or more by
+    /// 16-byte windows.
+    w8: Option<Windows<u64>>,
+    w16: Option<Windows<u128>>,
+}
+
+/// A table for `literals` (all at least `K::W + STRIDE - 1` bytes long).
+fn table<K: Width>(literals: Vec<(u32, &[u8])>) -> Option<Windows<K>> {
+    (!literals.is_empty()).then(|| Windows::new(STRIDE, &literals))
+}
+
+impl LiteralScan {
+    /// Indexes `literals` (none empty); a hit reports a literal by its position here.
+    pub fn new(literals: Vec<Vec<u8>>) -> LiteralScan {
+        let mut short = Vec::new();
+        let mut w8 = Vec::new();
+        let mut w16 = Vec::new();
+        for (k, l) in literals.iter().enumerate() {
+            let k = k as u32;
+            match l.len() {
+                n if n >= MIN_W16 => w16.push((k, l.as_slice())),
+                n if n >= MIN_W8 => w8.push((k, l.as_slice())),
+                _ => short.push(k),
+            }
+        }
+        let short = (!short.is_empty()).then(|| {
+            let automaton = AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::Standard)
+                .build(short.iter().map(|&k| &literals[k as usize]))
+                .expect("literals of bounded size build an automaton");
+            (automaton, short)
+        });
+        let w8 = table(w8);
+        let w16 = table(w16);
+        LiteralScan {
+            short,
+            w8,
+            w16,
+            literals,
+        }
+    }
+
+    /// How many literals it holds.
+    pub fn len(&self) -> usize {
+        self.literals.len()
+    }
+
+    /// Calls `hit(k, start)` for every occurrence of every literal `k` in `content`, overlapping
+    /// ones included, in no particular order.
+    pub fn for_each(&self, content: &[u8], mut hit: impl FnMut(usize, usize)) {
+        if let Some((automaton, numbers)) = &self.short {
+            for m in automaton.find_overlapping_iter(content) {
+                hit(numbers[m.pattern().as_usize()] as usize, m.start());
+            }
+        }
+        if let Some(t) = &self.w8 {
+            t.scan(&self.literals, content, &mut hit);
+        }
+        if let Some(t) = &self.w16 {
+            t.scan(&self.literals, content, &mut hit);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every occurrence, found naively: each position against each length a literal has.
+    fn naive(literals: &[&str], text: &str) -> Vec<(usize, usize)> {
+        let by_text: HashMap<&[u8], usize> = literals
+            .iter()
+            .enumerate()
+            .map(|(k, l)| (l.as_bytes(), k))
+            .collect();
+        let mut lengths: Vec<usize> = literals.iter().map(|l| l.len()).collect();
+        lengths.sort_unstable();
+        lengths.dedup();
+        let text = text.as_bytes();
+        let mut hits = Vec::new();
+        for start in 0..text.len() {
+            for &n in &lengths {
+                if let Some(&k) = text.get(start..start + n).and_then(|t| by_text.get(t)) {
+                    hits.push((k, start));
+                }
+            }
+        }
+        hits.sort_unstable();
+        hits
+    }
+
+    #[test]
+    fn finds_every_occurrence_of_every_width_overlapping_ones_included() {
+        let literals = [
+            "abc",
+            "unwrap(",
+            "OrderInv",
+            "OrderInvoiceImpl(",
+            "InvoiceImpl(",
+            "oiceImpl(",
+            "aaaaaaaa",
+            "aaaaaaaaaaaaaaaaa",
+            "é€ü",
+        ];
+        let text = "OrderInvoiceImpl(aaaaaaaaaaaaaaaaa OrderInvoiceImpl(x) OrderInvoiceImpl OrderInv x.unwrap() \
+                    aaaaaaaaaaaaaaaaaaaa é€ü abcOrderInvoiceImpl(OrderInvoiceImpl(";
+        let scan = LiteralScan::new(literals.iter().map(|l| l.as_bytes().to_vec()).collect());
+        let mut got = Vec::new();
+        scan.for_each(text.as_bytes(), |k, start| got.push((k, start)));
+        got.sort_unstable();
+        assert_eq!(got, naive(&literals, text));
+        assert!(
+            got.iter().any(|&(k, _)| k == 7),
+            "the 17-byte literal overlaps itself"
+        );
+        // Literals that share their last bytes, and text shorter than a window.
+        let mut short = Vec::new();
+        scan.for_each(b"abcOrder", |k, s| short.push((k, s)));
+        assert_eq!(short, vec![(0, 0)]);
+    }
+
+    #[test]
+    fn many_literals_still_find_only_what_occurs() {
+        // More literals than a small bitmap has bits per literal, so unrelated windows collide.
+        let literals: Vec<String> = (0..20_000)
+            .map(|i| format!("Word{i}Suffix{}(", i % 7))
+            .collect();
+        let text: String = (0..2_000)
+            .map(|i| format!("Word{i}Suffix{}( Word{i}Suffix{}.x ", i % 7, (i + 1) % 7))
+            .collect();
+        let refs: Vec<&str> = literals.iter().map(String::as_str).collect();
+        let scan = LiteralScan::new(literals.iter().map(|l| l.as_bytes().to_vec()).collect());
+        let mut got = Vec::new();
+        scan.for_each(text.as_bytes(), |k, start| got.push((k, start)));
+        got.sort_unstable();
+        assert_eq!(got.len(), 2_000);
+        assert_eq!(got, naive(&refs, &text));
+    }
+
+    #[test]
+    fn agrees_with_the_naive_search_on_random_literals_over_a_small_alphabet() {
+        // A tiny alphabet makes literals share windows, overlap and sit at the text's edges.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for round in 0..200 {
+            let mut word = |len: u64| -> String {
+                (0..len)
+                    .map(|_| ["a", "b", "("][next(3) as usize])
+                    .collect()
+            };
+            let mut literals: Vec<String> = Vec::new();
+            for _ in 0..1 + round % 12 {
+                let len = 3 + (round as u64 * 7 + literals.len() as u64 * 5) % 28;
+                literals.push(word(len));
+            }
+            literals.sort();
+            literals.dedup();
+            // Text made of the literals themselves, cut and joined at random.
+            let mut text = String::new();
+            for _ in 0..40 {
+                let l = &literals[(text.len() + round) % literals.len()];
+                let cut = (text.len() * 31 + round) % (l.len() + 1);
+                text.push_str(&l[cut..]);
+                text.push_str(&word((round % 3) as u64));
+            }
+            let refs: Vec<&str> = literals.iter().map(String::as_str).collect();
+            let scan = LiteralScan::new(literals.iter().map(|l| l.as_bytes().to_vec()).collect());
+            let mut got = Vec::new();
+            scan.for_each(text.as_bytes(), |k, start| got.push((k, start)));
+            got.sort_unstable();
+            assert_eq!(
+                got,
+                naive(&refs, &text),
+                "round {round}: {literals:?} in {text:?}"
+            );
+        }
+    }
+}
