@@ -165,7 +165,7 @@ impl<'de> Deserialize<'de> for LanguageName {
     }
 }
 
-struct Pattern(String);
+struct Pattern(String, super::Index);
 
 impl<'de> Deserialize<'de> for Pattern {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -179,10 +179,11 @@ impl<'de> Deserialize<'de> for Pattern {
                 s.len()
             )));
         }
-        validate_pattern(&s).map_err(|e| {
+        let hir = parse_and_validate(&s).map_err(|e| {
             de::Error::custom(format!("invalid regex `{s}`: {}", one_line_regex_error(&e)))
         })?;
-        Ok(Pattern(s))
+        let index = super::matcher::index_of_hir(&hir);
+        Ok(Pattern(s, index))
     }
 }
 
@@ -208,6 +209,12 @@ pub(crate) fn compile_pattern(pattern: &str) -> Result<regex::bytes::Regex, rege
         .build()
 }
 
+/// [`parse_and_validate`] for a test that needs only the verdict.
+#[cfg(test)]
+pub(crate) fn validate_pattern(pattern: &str) -> Result<(), regex::Error> {
+    parse_and_validate(pattern).map(drop)
+}
+
 /// Checks that `pattern` would compile as [`compile_pattern`] compiles it, without building a
 /// whole regex: its syntax (the parser the regex crate uses, configured alike) and its forward
 /// Thompson NFA within [`REGEX_SIZE_LIMIT`] (the automaton the size limit bounds). The errors are
@@ -215,20 +222,18 @@ pub(crate) fn compile_pattern(pattern: &str) -> Result<regex::bytes::Regex, rege
 ///
 /// The NFA is built only when [`nfa_bound`] cannot show it is small: compiling Unicode classes
 /// such as `\w` was most of a 10,000-guideline load, and the bound measures each distinct class
-/// once per thread.
-pub(crate) fn validate_pattern(pattern: &str) -> Result<(), regex::Error> {
+/// once per thread. The parse is returned: the matching engine indexes the pattern by it.
+fn parse_and_validate(pattern: &str) -> Result<regex_syntax::hir::Hir, regex::Error> {
     let hir = regex_syntax::ParserBuilder::new()
         .multi_line(true)
         .utf8(false)
         .build()
         .parse(pattern)
         .map_err(|e| regex::Error::Syntax(e.to_string()))?;
-    if nfa_bound(&hir) <= REGEX_SIZE_LIMIT / 2 {
-        return Ok(());
+    if nfa_bound(&hir) <= REGEX_SIZE_LIMIT / 2 || nfa_check(&hir).is_some() {
+        return Ok(hir);
     }
-    nfa_check(&hir)
-        .map(drop)
-        .ok_or(regex::Error::CompiledTooBig(REGEX_SIZE_LIMIT))
+    Err(regex::Error::CompiledTooBig(REGEX_SIZE_LIMIT))
 }
 
 fn nfa_check(hir: &regex_syntax::hir::Hir) -> Option<regex_automata::nfa::thompson::NFA> {
@@ -388,6 +393,12 @@ pub fn parse_guideline(path: &Path, text: &str) -> Result<Guideline, LoadError> 
         languages: None,
     });
     let examples = raw.examples.map(|e| examples(text, e)).unwrap_or_default();
+    let (patterns, indexes): (Vec<String>, Vec<super::Index>) = raw
+        .matcher
+        .any
+        .into_iter()
+        .map(|c| (c.regex.pattern.0, c.regex.pattern.1))
+        .unzip();
     Ok(Guideline {
         examples,
         id: raw.id.0,
@@ -397,12 +408,8 @@ pub fn parse_guideline(path: &Path, text: &str) -> Result<Guideline, LoadError> 
         languages: scope
             .languages
             .map(|l| l.into_iter().map(|l| l.0).collect()),
-        patterns: raw
-            .matcher
-            .any
-            .into_iter()
-            .map(|c| c.regex.pattern.0)
-            .collect(),
+        patterns,
+        indexes: indexes.into(),
         content: raw.content,
         source: path.to_path_buf(),
         id_line,
@@ -541,6 +548,13 @@ mod tests {
         assert_eq!(g.patterns, vec!["println\\(".to_string()]);
         assert_eq!(g.content, "Use the logger.\n");
         assert_eq!(g.id_line, Some(1));
+        // Indexed from the parse that validated it, as the engine would index the text.
+        let index = super::super::matcher::index_of("println\\(");
+        assert_eq!(g.indexes.get(), Some(&vec![index.clone()]));
+        assert_eq!(
+            index,
+            super::super::Index::Prefixes(vec![b"println(".to_vec()])
+        );
     }
 
     #[test]

@@ -73,11 +73,13 @@ pub enum Index {
 
 /// How `pattern` is indexed (see [`Index`]).
 pub fn index_of(pattern: &str) -> Index {
-    let Some(hir) = parse(pattern) else {
-        return Index::Unindexed;
-    };
-    let prefixes = usable(Extractor::new().extract(&hir));
-    let inner = required(&hir);
+    parse(pattern).map_or(Index::Unindexed, |hir| index_of_hir(&hir))
+}
+
+/// How the pattern parsed as `hir` is indexed.
+pub(super) fn index_of_hir(hir: &Hir) -> Index {
+    let prefixes = usable(Extractor::new().extract(hir));
+    let inner = required(hir);
     let len = |s: &Option<Seq>| s.as_ref().and_then(Seq::min_literal_len).unwrap_or(0);
     let literals = |seq: Seq| {
         let mut all: Vec<Vec<u8>> = seq
@@ -93,7 +95,7 @@ pub fn index_of(pattern: &str) -> Index {
     let good = len(&inner).min(GOOD_PREFIX_LEN);
     match (prefixes, inner) {
         (Some(p), _) if p.min_literal_len() >= Some(good) => Index::Prefixes(literals(p)),
-        (_, Some(inner)) => match split_point(&hir) {
+        (_, Some(inner)) => match split_point(hir) {
             Some((at, seq)) if seq.min_literal_len() >= Some(good) => Index::Split {
                 at,
                 literals: literals(seq),
@@ -374,10 +376,26 @@ pub struct IndexCounts {
 impl PatternMatcher {
     /// Indexes `patterns` (each with its guideline). Nothing is compiled for a pattern with a
     /// usable literal until a file contains that literal.
+    #[cfg(test)]
     pub fn build(patterns: Vec<(u32, String)>) -> PatternMatcher {
         let (owners, sources): (Vec<u32>, Vec<String>) = patterns.into_iter().unzip();
-        // Parsing and literal extraction are most of the cost of building a large matcher.
-        let indexes = crate::parallel::map(sources.iter().collect(), 256, |s| index_of(s));
+        let indexes = sources.iter().map(|s| index_of(s));
+        let indexed = owners.into_iter().zip(sources.iter().cloned()).zip(indexes);
+        Self::build_indexed(indexed.map(|((o, s), i)| (o, s, i)).collect())
+    }
+
+    /// Indexes `patterns`, each with its guideline and how it is indexed (worked out when it
+    /// was loaded). Nothing is compiled for a pattern with a usable literal until a file
+    /// contains that literal.
+    pub fn build_indexed(patterns: Vec<(u32, String, Index)>) -> PatternMatcher {
+        let mut owners = Vec::with_capacity(patterns.len());
+        let mut sources = Vec::with_capacity(patterns.len());
+        let mut indexes = Vec::with_capacity(patterns.len());
+        for (o, s, i) in patterns {
+            owners.push(o);
+            sources.push(s);
+            indexes.push(i);
+        }
         let mut literal_ids: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut literals: Vec<Vec<u8>> = Vec::new();
         let mut targets: Vec<Targets> = Vec::new();

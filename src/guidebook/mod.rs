@@ -10,6 +10,7 @@ mod snapshot;
 
 pub use examples::{run_examples, ExampleFailure, ExampleReport};
 pub use load::{find_guideline_files, parse_guideline, LoadError, GUIDELINE_FILE_NAME};
+pub use matcher::Index;
 pub use reload::{Guidebook, ReloadOutcome};
 pub use snapshot::{Applicability, ApplicabilityKey, CompiledGuideline, GuidelineSnapshot};
 
@@ -25,6 +26,10 @@ pub struct Guideline {
     pub languages: Option<Vec<&'static str>>,
     /// Regex patterns, each already checked to compile within the size limits.
     pub patterns: Vec<String>,
+    /// How the matching engine indexes each pattern: worked out while loading, from the parse
+    /// that validated it, and kept across reloads that leave the file alone. Left empty, it
+    /// is worked out when a snapshot is built.
+    pub indexes: std::sync::OnceLock<Vec<Index>>,
     /// The text shown to the agent, exactly as in the YAML.
     pub content: String,
     /// The file the guideline came from.

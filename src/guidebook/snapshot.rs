@@ -12,7 +12,7 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::bytes::Regex;
 
 use super::load::{compile_pattern, LoadError};
-use super::matcher::PatternMatcher;
+use super::matcher::{index_of, PatternMatcher};
 use super::Guideline;
 
 /// Compiles a repository glob: `*` stays within a segment, `**` crosses, case-insensitive.
@@ -129,7 +129,6 @@ impl GuidelineSnapshot {
         errors: Vec<LoadError>,
     ) -> Self {
         guidelines.sort_by(|a, b| a.id.cmp(&b.id));
-        let mut owners = Vec::new();
         let mut patterns = Vec::new();
         // Distinct globs, each with its guidelines: a company guidebook repeats a few globs
         // thousands of times, and one set of 25,000 copies of `acme/**` failed to build.
@@ -139,9 +138,11 @@ impl GuidelineSnapshot {
             .into_iter()
             .enumerate()
             .map(|(gi, g)| {
-                for p in &g.patterns {
-                    owners.push(gi as u32);
-                    patterns.push(p.clone());
+                let indexes = g
+                    .indexes
+                    .get_or_init(|| g.patterns.iter().map(|p| index_of(p)).collect());
+                for (p, index) in g.patterns.iter().zip(indexes) {
+                    patterns.push((gi as u32, p.clone(), index.clone()));
                 }
                 for glob in g.repositories.iter().flatten() {
                     // Validated at load time; a failure here would be a bug, and skipping the
@@ -160,7 +161,7 @@ impl GuidelineSnapshot {
                 }
             })
             .collect();
-        let matcher = PatternMatcher::build(owners.into_iter().zip(patterns).collect());
+        let matcher = PatternMatcher::build_indexed(patterns);
         GuidelineSnapshot {
             root,
             guidelines: compiled,
@@ -296,6 +297,7 @@ mod tests {
             source: Path::new("/g").join(id).join("guideline.yaml"),
             id_line: Some(1),
             examples: Vec::new(),
+            indexes: Default::default(),
         })
     }
 

@@ -67,6 +67,7 @@ fn guideline(id: usize, patterns: Vec<String>) -> Arc<Guideline> {
         source: PathBuf::from(format!("/g/g{id:04}/guideline.yaml")),
         id_line: None,
         examples: Vec::new(),
+        indexes: Default::default(),
     })
 }
 
