@@ -170,6 +170,31 @@ pub struct LiteralScan {
     w16: Option<Windows<u128>>,
 }
 
+/// The most literals a window hit may have to compare in full: those that share the window at
+/// the same offset and the 8 bytes before it. A text that repeats such a shared tail would
+/// otherwise compare every one of them at every repetition (the automaton's time is linear).
+const MAX_SHARING: usize = 16;
+
+/// `literals` split into those a window table can hold and those that would crowd one of its
+/// windows past [`MAX_SHARING`].
+fn uncrowded<K: Width>(literals: Vec<(u32, &[u8])>) -> (Vec<(u32, &[u8])>, Vec<u32>) {
+    let mut sharing: HashMap<(K, u64, usize), usize, FastHash> = HashMap::default();
+    let keys = |l: &[u8]| {
+        (l.len() - K::W - (STRIDE - 1)..=l.len() - K::W)
+            .map(|o| (K::load(&l[o..]), bytes_before(l, o), o.min(8)))
+            .collect::<Vec<_>>()
+    };
+    for (_, l) in &literals {
+        for key in keys(l) {
+            *sharing.entry(key).or_default() += 1;
+        }
+    }
+    let (kept, crowded): (Vec<_>, Vec<_>) = literals
+        .into_iter()
+        .partition(|(_, l)| keys(l).iter().all(|key| sharing[key] <= MAX_SHARING));
+    (kept, crowded.into_iter().map(|(k, _)| k).collect())
+}
+
 /// A table for `literals` (all at least `K::W + STRIDE - 1` bytes long).
 fn table<K: Width>(literals: Vec<(u32, &[u8])>) -> Option<Windows<K>> {
     (!literals.is_empty()).then(|| Windows::new(STRIDE, &literals))
@@ -189,6 +214,11 @@ impl LiteralScan {
                 _ => short.push(k),
             }
         }
+        // Literals that would crowd one window go through the automaton instead.
+        let (w8, crowded8) = uncrowded::<u64>(w8);
+        let (w16, crowded16) = uncrowded::<u128>(w16);
+        short.extend(crowded8.into_iter().chain(crowded16));
+        short.sort_unstable();
         let short = (!short.is_empty()).then(|| {
             let automaton = AhoCorasick::builder()
                 .match_kind(aho_corasick::MatchKind::Standard)
@@ -283,6 +313,27 @@ mod tests {
         let mut short = Vec::new();
         scan.for_each(b"abcOrder", |k, s| short.push((k, s)));
         assert_eq!(short, vec![(0, 0)]);
+    }
+
+    #[test]
+    fn literals_sharing_a_long_tail_go_through_the_automaton() {
+        // 40 literals that differ only in their first bytes share every window and the 8
+        // bytes before it; a text repeating that tail must not compare all 40 at each.
+        let tail = "_handler.unwrap_or_else(|e| panic!(";
+        let literals: Vec<String> = (0..40).map(|i| format!("x{i:02}{tail}")).collect();
+        let mut others: Vec<String> = (0..5).map(|i| format!("OrderInvoice{i}Impl(")).collect();
+        others.extend(literals.iter().cloned());
+        let scan = LiteralScan::new(others.iter().map(|l| l.as_bytes().to_vec()).collect());
+        let short = &scan.short.as_ref().expect("an automaton").1;
+        assert_eq!(short.len(), 40, "the crowded literals, and only those");
+        assert!(short.iter().all(|&k| k >= 5));
+        let text = format!("{}x07{tail} OrderInvoice3Impl(", tail.repeat(50));
+        let refs: Vec<&str> = others.iter().map(String::as_str).collect();
+        let mut got = Vec::new();
+        scan.for_each(text.as_bytes(), |k, start| got.push((k, start)));
+        got.sort_unstable();
+        assert_eq!(got, naive(&refs, &text));
+        assert_eq!(got.len(), 2);
     }
 
     #[test]
