@@ -24,14 +24,13 @@ const BITS_PER_WINDOW: usize = 64;
 const MIN_BITS: u32 = 12;
 const MAX_BITS: u32 = 24;
 
-/// The literals hashed by `W`-byte windows, tried every `stride` bytes of the text.
+/// The literals hashed by `W`-byte windows, tried every [`STRIDE`] bytes of the text.
 ///
-/// A literal of `L ≥ W + stride - 1` bytes is indexed by the `stride` windows that end at its
-/// last `stride` bytes: of the window positions an occurrence covers, exactly one in every
-/// `stride` consecutive ones is tried, so each occurrence is found once.
+/// A literal of `L ≥ W + STRIDE - 1` bytes is indexed by the `STRIDE` windows that end at its
+/// last `STRIDE` bytes (`window_offsets`): of the window positions an occurrence covers,
+/// exactly one in every `STRIDE` consecutive ones is tried, so each occurrence is found once.
 #[derive(Debug)]
 struct Windows<K> {
-    stride: usize,
     /// `64 - log2(bitmap bits)`: a hash's top bits pick its bit.
     shift: u32,
     bitmap: Vec<u64>,
@@ -100,15 +99,24 @@ const STRIDE: usize = 4;
 const MIN_W8: usize = 8 + STRIDE - 1;
 const MIN_W16: usize = 16 + STRIDE - 1;
 
+/// Where a literal of `len` bytes has its indexed `w`-byte windows.
+fn window_offsets(len: usize, w: usize) -> std::ops::RangeInclusive<usize> {
+    len - w - (STRIDE - 1)..=len - w
+}
+
 impl<K: Width> Windows<K> {
-    fn new(stride: usize, literals: &[(u32, &[u8])]) -> Self {
-        let want = (literals.len() * stride * BITS_PER_WINDOW).next_power_of_two();
+    /// A table for `literals` (all at least `K::W + STRIDE - 1` bytes long), if there are any.
+    fn new(literals: &[(u32, &[u8])]) -> Option<Self> {
+        if literals.is_empty() {
+            return None;
+        }
+        let want = (literals.len() * STRIDE * BITS_PER_WINDOW).next_power_of_two();
         let bits = want.trailing_zeros().clamp(MIN_BITS, MAX_BITS);
         let shift = 64 - bits;
         let mut bitmap = vec![0u64; (1usize << bits) / 64];
         let mut by_window: HashMap<K, Vec<Candidate>, FastHash> = HashMap::default();
         for &(k, l) in literals {
-            for offset in l.len() - K::W - (stride - 1)..=l.len() - K::W {
+            for offset in window_offsets(l.len(), K::W) {
                 let w = K::load(&l[offset..]);
                 let h = (w.hash() >> shift) as usize;
                 bitmap[h / 64] |= 1 << (h % 64);
@@ -119,12 +127,11 @@ impl<K: Width> Windows<K> {
                 });
             }
         }
-        Windows {
-            stride,
+        Some(Windows {
             shift,
             bitmap,
             by_window,
-        }
+        })
     }
 
     /// Calls `hit` for each occurrence of its literals in `content`.
@@ -155,7 +162,7 @@ impl<K: Width> Windows<K> {
                     }
                 }
             }
-            i += self.stride;
+            i += STRIDE;
         }
     }
 }
@@ -164,7 +171,7 @@ impl<K: Width> Windows<K> {
 #[derive(Debug)]
 pub struct LiteralScan {
     literals: Vec<Vec<u8>>,
-    /// The literals shorter than [`MIN_W8`] bytes, and their numbers.
+    /// The literals shorter than [`MIN_W8`] bytes or crowding a window, and their numbers.
     short: Option<(AhoCorasick, Vec<u32>)>,
     /// Literals of [`MIN_W8`] bytes or more by 8-byte windows, of [`MIN_W16`] or more by
     /// 16-byte windows.
@@ -180,26 +187,29 @@ const MAX_SHARING: usize = 16;
 /// `literals` split into those a window table can hold and those that would crowd one of its
 /// windows past [`MAX_SHARING`].
 fn uncrowded<K: Width>(literals: Vec<(u32, &[u8])>) -> (Vec<(u32, &[u8])>, Vec<u32>) {
+    let keyed: Vec<_> = literals
+        .into_iter()
+        .map(|(k, l)| {
+            let keys: Vec<(K, u64, usize)> = window_offsets(l.len(), K::W)
+                .map(|o| (K::load(&l[o..]), bytes_before(l, o), o.min(8)))
+                .collect();
+            (k, l, keys)
+        })
+        .collect();
     let mut sharing: HashMap<(K, u64, usize), usize, FastHash> = HashMap::default();
-    let keys = |l: &[u8]| {
-        (l.len() - K::W - (STRIDE - 1)..=l.len() - K::W)
-            .map(|o| (K::load(&l[o..]), bytes_before(l, o), o.min(8)))
-            .collect::<Vec<_>>()
-    };
-    for (_, l) in &literals {
-        for key in keys(l) {
-            *sharing.entry(key).or_default() += 1;
+    for key in keyed.iter().flat_map(|(_, _, keys)| keys) {
+        *sharing.entry(*key).or_default() += 1;
+    }
+    let mut kept = Vec::new();
+    let mut crowded = Vec::new();
+    for (k, l, keys) in keyed {
+        if keys.iter().all(|key| sharing[key] <= MAX_SHARING) {
+            kept.push((k, l));
+        } else {
+            crowded.push(k);
         }
     }
-    let (kept, crowded): (Vec<_>, Vec<_>) = literals
-        .into_iter()
-        .partition(|(_, l)| keys(l).iter().all(|key| sharing[key] <= MAX_SHARING));
-    (kept, crowded.into_iter().map(|(k, _)| k).collect())
-}
-
-/// A table for `literals` (all at least `K::W + STRIDE - 1` bytes long).
-fn table<K: Width>(literals: Vec<(u32, &[u8])>) -> Option<Windows<K>> {
-    (!literals.is_empty()).then(|| Windows::new(STRIDE, &literals))
+    (kept, crowded)
 }
 
 impl LiteralScan {
@@ -228,8 +238,8 @@ impl LiteralScan {
                 .expect("literals of bounded size build an automaton");
             (automaton, short)
         });
-        let w8 = table(w8);
-        let w16 = table(w16);
+        let w8 = Windows::new(&w8);
+        let w16 = Windows::new(&w16);
         LiteralScan {
             short,
             w8,

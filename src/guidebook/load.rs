@@ -247,8 +247,8 @@ fn nfa_check(hir: &regex_syntax::hir::Hir) -> Option<regex_automata::nfa::thomps
         .ok()
 }
 
-/// A multiply-rotate hasher for the class memo and the literal windows: its keys are long range lists that SipHash
-/// spent a tenth of a large load on, and nothing adversarial chooses them.
+/// A multiply-rotate hasher for the class memo and the literal windows: SipHash spent a tenth
+/// of a large load on the memo's long range lists, and nothing adversarial chooses either key.
 #[derive(Default, Clone, Copy)]
 pub(super) struct FastHash(u64);
 

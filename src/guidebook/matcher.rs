@@ -378,10 +378,11 @@ impl PatternMatcher {
     /// usable literal until a file contains that literal.
     #[cfg(test)]
     pub fn build(patterns: Vec<(u32, String)>) -> PatternMatcher {
-        let (owners, sources): (Vec<u32>, Vec<String>) = patterns.into_iter().unzip();
-        let indexes = sources.iter().map(|s| index_of(s));
-        let indexed = owners.into_iter().zip(sources.iter().cloned()).zip(indexes);
-        Self::build_indexed(indexed.map(|((o, s), i)| (o, s, i)).collect())
+        let indexed = patterns.into_iter().map(|(o, s)| {
+            let index = index_of(&s);
+            (o, s, index)
+        });
+        Self::build_indexed(indexed.collect())
     }
 
     /// Indexes `patterns`, each with its guideline and how it is indexed (worked out when it
