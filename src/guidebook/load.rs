@@ -491,42 +491,55 @@ fn item_lines(text: &str, section: &str, key: &str) -> Vec<usize> {
 
 /// Every `guideline.yaml` under `root`, sorted, with its metadata. Symlinked directories are
 /// not followed (a link cycle must not hang a reload); hidden directories are skipped.
+///
+/// The walk goes a level at a time, each level's directories listed on every core: a
+/// guidebook of 10,000 guidelines is 10,000 directories, and listing them one after another
+/// was a sixth of a cold start.
 pub fn find_guideline_files(root: &Path) -> std::io::Result<Vec<(PathBuf, std::fs::Metadata)>> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    let mut first = true;
-    while let Some(dir) = stack.pop() {
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            // The root itself must be readable; a subdirectory that vanished mid-walk is not
-            // an error.
-            Err(e) if first => return Err(e),
-            Err(_) => continue,
-        };
-        first = false;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Ok(ft) = entry.file_type() else { continue };
-            if ft.is_dir() && name != GUIDELINE_FILE_NAME {
-                if !name.to_string_lossy().starts_with('.') {
-                    stack.push(entry.path());
-                }
-            } else if name == GUIDELINE_FILE_NAME {
-                // A directory in a guideline file's place is listed too: its read fails, so the
-                // guideline's last good version stays served and the error is reported, as for
-                // any other broken file. Skipping it would silently withdraw the guideline.
-                // Follow a symlinked file to what it names; a dangling one is reported by the
-                // read that follows.
-                let path = entry.path();
-                let meta = std::fs::metadata(&path).or_else(|_| entry.metadata());
-                if let Ok(meta) = meta {
-                    out.push((path, meta));
-                }
-            }
+    // The root itself must be readable; a subdirectory that vanished mid-walk is not an error.
+    let (mut out, mut level) = list_dir(std::fs::read_dir(root)?);
+    while !level.is_empty() {
+        let listed = crate::parallel::map(level, DIRS_PER_THREAD, |dir| {
+            std::fs::read_dir(&dir).map(list_dir).unwrap_or_default()
+        });
+        level = Vec::new();
+        for (files, dirs) in listed {
+            out.extend(files);
+            level.extend(dirs);
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
+}
+
+/// Below this many directories in a level, one thread lists them all.
+const DIRS_PER_THREAD: usize = 256;
+
+/// One directory's guideline files (with their metadata) and the subdirectories to walk next.
+fn list_dir(entries: std::fs::ReadDir) -> (Vec<(PathBuf, std::fs::Metadata)>, Vec<PathBuf>) {
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Ok(ft) = entry.file_type() else { continue };
+        if ft.is_dir() && name != GUIDELINE_FILE_NAME {
+            if !name.to_string_lossy().starts_with('.') {
+                dirs.push(entry.path());
+            }
+        } else if name == GUIDELINE_FILE_NAME {
+            // A directory in a guideline file's place is listed too: its read fails, so the
+            // guideline's last good version stays served and the error is reported, as for
+            // any other broken file. Skipping it would silently withdraw the guideline.
+            // Follow a symlinked file to what it names; a dangling one is reported by the
+            // read that follows.
+            let path = entry.path();
+            let meta = std::fs::metadata(&path).or_else(|_| entry.metadata());
+            if let Ok(meta) = meta {
+                files.push((path, meta));
+            }
+        }
+    }
+    (files, dirs)
 }
 
 #[cfg(test)]
@@ -679,6 +692,41 @@ mod tests {
                 PathBuf::from("b/c/guideline.yaml")
             ]
         );
+    }
+
+    #[test]
+    fn a_wide_guidebook_is_walked_whole_level_by_level() {
+        // Levels wide enough to be listed on several threads, guidelines at several depths,
+        // hidden directories at every level, and a file that only looks like a guideline.
+        let dir = tempfile::tempdir().unwrap();
+        let mut expected = Vec::new();
+        for i in 0..3 * DIRS_PER_THREAD {
+            let sub = format!("team{}/g{i:04}", i % 3);
+            let at = dir.path().join(&sub);
+            std::fs::create_dir_all(at.join(".hidden")).unwrap();
+            std::fs::write(at.join(".hidden").join(GUIDELINE_FILE_NAME), GOOD).unwrap();
+            std::fs::write(at.join("guideline.yml"), GOOD).unwrap();
+            let file = if i % 5 == 0 {
+                std::fs::create_dir_all(at.join("deeper/still")).unwrap();
+                format!("{sub}/deeper/still/{GUIDELINE_FILE_NAME}")
+            } else {
+                format!("{sub}/{GUIDELINE_FILE_NAME}")
+            };
+            std::fs::write(dir.path().join(&file), GOOD).unwrap();
+            expected.push(PathBuf::from(file));
+        }
+        expected.sort();
+        let found: Vec<PathBuf> = find_guideline_files(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|(p, meta)| {
+                assert!(meta.is_file());
+                p.strip_prefix(dir.path()).unwrap().to_path_buf()
+            })
+            .collect();
+        assert_eq!(found, expected);
+        // A root that cannot be read is an error, not an empty guidebook.
+        assert!(find_guideline_files(&dir.path().join("missing")).is_err());
     }
 
     /// The JSON Schema that editors use and the validator the sidecar uses must agree: on the
