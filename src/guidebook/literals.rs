@@ -105,33 +105,48 @@ fn window_offsets(len: usize, w: usize) -> std::ops::RangeInclusive<usize> {
 }
 
 impl<K: Width> Windows<K> {
-    /// A table for `literals` (all at least `K::W + STRIDE - 1` bytes long), if there are any.
-    fn new(literals: &[(u32, &[u8])]) -> Option<Self> {
-        if literals.is_empty() {
-            return None;
-        }
-        let want = (literals.len() * STRIDE * BITS_PER_WINDOW).next_power_of_two();
-        let bits = want.trailing_zeros().clamp(MIN_BITS, MAX_BITS);
-        let shift = 64 - bits;
-        let mut bitmap = vec![0u64; (1usize << bits) / 64];
+    /// A table for `literals` (all at least `K::W + STRIDE - 1` bytes long), if any stay in
+    /// it, and the literals left out because they would crowd a window past [`MAX_SHARING`].
+    fn new(literals: &[(u32, &[u8])]) -> (Option<Self>, Vec<u32>) {
         let mut by_window: HashMap<K, Vec<Candidate>, FastHash> = HashMap::default();
         for &(k, l) in literals {
             for offset in window_offsets(l.len(), K::W) {
-                let w = K::load(&l[offset..]);
-                let h = (w.hash() >> shift) as usize;
-                bitmap[h / 64] |= 1 << (h % 64);
-                by_window.entry(w).or_default().push(Candidate {
-                    literal: k,
-                    offset: offset as u32,
-                    before: bytes_before(l, offset),
-                });
+                by_window
+                    .entry(K::load(&l[offset..]))
+                    .or_default()
+                    .push(Candidate {
+                        literal: k,
+                        offset: offset as u32,
+                        before: bytes_before(l, offset),
+                    });
             }
         }
-        Some(Windows {
+        let crowded = crowded(&by_window);
+        if !crowded.is_empty() {
+            let out: std::collections::HashSet<u32> = crowded.iter().copied().collect();
+            by_window.retain(|_, candidates| {
+                candidates.retain(|c| !out.contains(&c.literal));
+                !candidates.is_empty()
+            });
+        }
+        if by_window.is_empty() {
+            return (None, crowded);
+        }
+        let kept = literals.len() - crowded.len();
+        let want = (kept * STRIDE * BITS_PER_WINDOW).next_power_of_two();
+        let bits = want.trailing_zeros().clamp(MIN_BITS, MAX_BITS);
+        let shift = 64 - bits;
+        let mut bitmap = vec![0u64; (1usize << bits) / 64];
+        for w in by_window.keys() {
+            let h = (Width::hash(*w) >> shift) as usize;
+            bitmap[h / 64] |= 1 << (h % 64);
+        }
+        let table = Windows {
             shift,
             bitmap,
             by_window,
-        })
+        };
+        (Some(table), crowded)
     }
 
     /// Calls `hit` for each occurrence of its literals in `content`.
@@ -184,32 +199,26 @@ pub struct LiteralScan {
 /// otherwise compare every one of them at every repetition (the automaton's time is linear).
 const MAX_SHARING: usize = 16;
 
-/// `literals` split into those a window table can hold and those that would crowd one of its
-/// windows past [`MAX_SHARING`].
-fn uncrowded<K: Width>(literals: Vec<(u32, &[u8])>) -> (Vec<(u32, &[u8])>, Vec<u32>) {
-    let keyed: Vec<_> = literals
-        .into_iter()
-        .map(|(k, l)| {
-            let keys: Vec<(K, u64, usize)> = window_offsets(l.len(), K::W)
-                .map(|o| (K::load(&l[o..]), bytes_before(l, o), o.min(8)))
-                .collect();
-            (k, l, keys)
-        })
-        .collect();
-    let mut sharing: HashMap<(K, u64, usize), usize, FastHash> = HashMap::default();
-    for key in keyed.iter().flat_map(|(_, _, keys)| keys) {
-        *sharing.entry(*key).or_default() += 1;
-    }
-    let mut kept = Vec::new();
+/// The literals that would crowd a window past [`MAX_SHARING`]: more of them share the window
+/// at the same offset and the same bytes before it (as many as the offset has, up to 8) than
+/// a hit may compare in full. Only a window with more candidates than that can be crowded.
+fn crowded<K>(by_window: &HashMap<K, Vec<Candidate>, FastHash>) -> Vec<u32> {
     let mut crowded = Vec::new();
-    for (k, l, keys) in keyed {
-        if keys.iter().all(|key| sharing[key] <= MAX_SHARING) {
-            kept.push((k, l));
-        } else {
-            crowded.push(k);
+    for candidates in by_window.values().filter(|c| c.len() > MAX_SHARING) {
+        let mut sharing: HashMap<(u32, u64), usize, FastHash> = HashMap::default();
+        for c in candidates {
+            *sharing.entry((c.offset.min(8), c.before)).or_default() += 1;
         }
+        crowded.extend(
+            candidates
+                .iter()
+                .filter(|c| sharing[&(c.offset.min(8), c.before)] > MAX_SHARING)
+                .map(|c| c.literal),
+        );
     }
-    (kept, crowded)
+    crowded.sort_unstable();
+    crowded.dedup();
+    crowded
 }
 
 impl LiteralScan {
@@ -227,8 +236,8 @@ impl LiteralScan {
             }
         }
         // Literals that would crowd one window go through the automaton instead.
-        let (w8, crowded8) = uncrowded::<u64>(w8);
-        let (w16, crowded16) = uncrowded::<u128>(w16);
+        let (w8, crowded8) = Windows::<u64>::new(&w8);
+        let (w16, crowded16) = Windows::<u128>::new(&w16);
         short.extend(crowded8.into_iter().chain(crowded16));
         short.sort_unstable();
         let short = (!short.is_empty()).then(|| {
@@ -238,8 +247,6 @@ impl LiteralScan {
                 .expect("literals of bounded size build an automaton");
             (automaton, short)
         });
-        let w8 = Windows::new(&w8);
-        let w16 = Windows::new(&w16);
         LiteralScan {
             short,
             w8,

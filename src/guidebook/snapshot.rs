@@ -129,7 +129,6 @@ impl GuidelineSnapshot {
         errors: Vec<LoadError>,
     ) -> Self {
         guidelines.sort_by(|a, b| a.id.cmp(&b.id));
-        let mut patterns = Vec::new();
         // Distinct globs, each with its guidelines: a company guidebook repeats a few globs
         // thousands of times, and one set of 25,000 copies of `acme/**` failed to build.
         let mut glob_index: std::collections::HashMap<String, usize> = Default::default();
@@ -138,12 +137,6 @@ impl GuidelineSnapshot {
             .into_iter()
             .enumerate()
             .map(|(gi, g)| {
-                let indexes = g
-                    .indexes
-                    .get_or_init(|| g.patterns.iter().map(|p| index_of(p)).collect());
-                for (p, index) in g.patterns.iter().zip(indexes) {
-                    patterns.push((gi as u32, p.clone(), index.clone()));
-                }
                 for glob in g.repositories.iter().flatten() {
                     // Validated at load time; a failure here would be a bug, and skipping the
                     // glob only narrows the guideline's scope.
@@ -159,6 +152,22 @@ impl GuidelineSnapshot {
                     regexes: OnceLock::new(),
                     block_tokens: OnceLock::new(),
                 }
+            })
+            .collect();
+        // Each pattern with how it was indexed when it was loaded (or now, for a guideline
+        // built in memory), borrowed rather than copied.
+        let patterns = compiled
+            .iter()
+            .enumerate()
+            .flat_map(|(gi, c)| {
+                let g = &c.guideline;
+                let indexes = g
+                    .indexes
+                    .get_or_init(|| g.patterns.iter().map(|p| index_of(p)).collect());
+                g.patterns
+                    .iter()
+                    .zip(indexes)
+                    .map(move |(p, index)| (gi as u32, p.as_str(), index))
             })
             .collect();
         let matcher = PatternMatcher::build_indexed(patterns);
