@@ -517,8 +517,19 @@ pub fn find_guideline_files(root: &Path) -> std::io::Result<Vec<(PathBuf, std::f
             level.extend(dirs);
         }
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.sort_unstable_by(|a, b| path_order(&a.0, &b.0));
     Ok(out)
+}
+
+/// The order of [`Path`]'s own comparison, component by component, for the paths a walk
+/// makes (one root joined with names, no `.` and no doubled separators): their bytes with the
+/// separator below every other byte, compared without parsing components at every step.
+fn path_order(a: &Path, b: &Path) -> std::cmp::Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    let key = |&byte: &u8| if byte == b'/' { 0 } else { byte };
+    let a = a.as_os_str().as_bytes().iter().map(key);
+    let b = b.as_os_str().as_bytes().iter().map(key);
+    a.cmp(b)
 }
 
 /// Below this many directories in a level, one thread lists them all.
@@ -725,6 +736,25 @@ mod tests {
             FastHash::default().hash_one(b"AAAAAAAABBBBBBBB".as_slice()),
             FastHash::default().hash_one(b"BBBBBBBBAAAAAAAA".as_slice())
         );
+    }
+
+    #[test]
+    fn path_order_is_the_order_of_paths() {
+        // Names that put a separator against every kind of byte around it.
+        let names = ["a", "a-b", "a.b", "ab", "a b", "b", "é", "A", "a0", "~"];
+        let mut paths = vec![PathBuf::from("/root")];
+        for x in names {
+            paths.push(Path::new("/root").join(x));
+            for y in names {
+                paths.push(Path::new("/root").join(x).join(y));
+                paths.push(Path::new("/root").join(x).join(y).join(GUIDELINE_FILE_NAME));
+            }
+        }
+        for a in &paths {
+            for b in &paths {
+                assert_eq!(path_order(a, b), a.cmp(b), "{a:?} against {b:?}");
+            }
+        }
     }
 
     #[test]
