@@ -552,8 +552,13 @@ fn list_dir(entries: std::fs::ReadDir) -> (Vec<(PathBuf, std::fs::Metadata)>, Ve
             // any other broken file. Skipping it would silently withdraw the guideline.
             // Follow a symlinked file to what it names; a dangling one is reported by the
             // read that follows.
+            // The entry's own `stat` is taken relative to the open directory, without walking
+            // the whole path again; only a symlink needs the path followed.
             let path = entry.path();
-            let meta = std::fs::metadata(&path).or_else(|_| entry.metadata());
+            let meta = match entry.metadata() {
+                Ok(own) if own.file_type().is_symlink() => std::fs::metadata(&path).or(Ok(own)),
+                other => other,
+            };
             if let Ok(meta) = meta {
                 files.push((path, meta));
             }
@@ -788,6 +793,22 @@ mod tests {
             })
             .collect();
         assert_eq!(found, expected);
+        // A symlinked guideline file is listed with what it names (its size, its kind); a
+        // dangling one is listed too, for the read that follows to report.
+        let shared = dir.path().join("shared.yaml");
+        std::fs::write(&shared, GOOD).unwrap();
+        std::fs::create_dir_all(dir.path().join("linked")).unwrap();
+        std::fs::create_dir_all(dir.path().join("dangling")).unwrap();
+        let linked = dir.path().join("linked").join(GUIDELINE_FILE_NAME);
+        let dangling = dir.path().join("dangling").join(GUIDELINE_FILE_NAME);
+        std::os::unix::fs::symlink(&shared, &linked).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("gone.yaml"), &dangling).unwrap();
+        let listing = find_guideline_files(dir.path()).unwrap();
+        let meta = |p: &Path| &listing.iter().find(|(q, _)| q == p).unwrap().1;
+        assert!(meta(&linked).is_file());
+        assert_eq!(meta(&linked).len(), GOOD.len() as u64);
+        assert!(meta(&dangling).file_type().is_symlink());
+        assert_eq!(listing.len(), expected.len() + 2);
         // A root that cannot be read is an error, not an empty guidebook.
         assert!(find_guideline_files(&dir.path().join("missing")).is_err());
     }
