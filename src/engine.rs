@@ -185,7 +185,14 @@ impl Engine {
             &settings.db,
             Duration::from_millis(settings.busy_timeout_ms),
         )?;
-        let guidebook = Arc::new(Guidebook::new(settings.guidebook_root.clone()));
+        // The parse cache lives beside the database, in the sidecar's own directory.
+        let cache = settings
+            .db
+            .with_file_name(crate::guidebook::CACHE_FILE_NAME);
+        let guidebook = Arc::new(Guidebook::with_cache(
+            settings.guidebook_root.clone(),
+            cache,
+        ));
         Ok(Engine {
             guidebook,
             prompts: PromptPacks::load(settings.guidebook_root.clone()),

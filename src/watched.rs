@@ -46,7 +46,7 @@ impl LoadError {
 
 /// Enough of a `stat` to notice any change: a rename gives a new inode (or device), an
 /// in-place write a new size or modification time, a `chmod` or `touch` a new change time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
     ino: u64,
     dev: u64,
@@ -179,6 +179,22 @@ impl<T, E: Clone> Clone for FileState<T, E> {
 }
 
 impl<T, E: Clone + PartialEq + fmt::Display> FileState<T, E> {
+    /// A state for a value parsed by an earlier run from the file as `stamp` saw it, whose
+    /// content hashed to `hash` (see [`FileState::content_hash`]).
+    pub fn remembered(stamp: Stamp, value: Arc<T>, hash: u64) -> Self {
+        FileState {
+            stamp,
+            good: Some(value),
+            error: None,
+            hash: Some(hash),
+        }
+    }
+
+    /// The hash of the content last read, if any was.
+    pub fn content_hash(&self) -> Option<u64> {
+        self.hash
+    }
+
     /// A state for content just written by this process.
     pub fn written(stamp: Stamp, value: Arc<T>, bytes: &[u8]) -> Self {
         FileState {

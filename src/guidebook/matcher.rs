@@ -59,7 +59,7 @@ fn parse(pattern: &str) -> Option<Hir> {
 }
 
 /// How a pattern is found: by which literals, and how a hit of one is confirmed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Index {
     /// Every match starts with one of these: confirmed anchored at the hit.
     Prefixes(Vec<Vec<u8>>),

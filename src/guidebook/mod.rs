@@ -1,6 +1,7 @@
 //! Guideline files: the domain type, loading and validation, the compiled immutable snapshot
 //! that requests match against, and the live store that reloads it with last-good semantics.
 
+mod cache;
 mod examples;
 mod literals;
 pub(crate) mod load;
@@ -8,6 +9,7 @@ mod matcher;
 mod reload;
 mod snapshot;
 
+pub use cache::CACHE_FILE_NAME;
 pub use examples::{run_examples, ExampleFailure, ExampleReport};
 pub use load::{find_guideline_files, parse_guideline, LoadError, GUIDELINE_FILE_NAME};
 pub use matcher::Index;
@@ -41,7 +43,7 @@ pub struct Guideline {
 }
 
 /// Whether an example must match its guideline or must not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Expect {
     Match,
     NoMatch,
@@ -58,7 +60,7 @@ impl Expect {
 }
 
 /// One example of a guideline.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Example {
     pub expect: Expect,
     /// 1-based position in its list.

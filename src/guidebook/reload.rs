@@ -31,6 +31,9 @@ pub struct Guidebook {
     files: Mutex<ReloadState>,
     /// Whether the first load has been swapped in; searches that arrive before wait on it.
     loaded: (Mutex<bool>, Condvar),
+    /// The parse cache (see `cache.rs`): read by the first load, written after a load that
+    /// parsed or dropped something.
+    cache: Option<PathBuf>,
 }
 
 #[derive(Debug, Default)]
@@ -51,6 +54,16 @@ impl Guidebook {
             root,
             files: Mutex::new(ReloadState::default()),
             loaded: (Mutex::new(false), Condvar::new()),
+            cache: None,
+        }
+    }
+
+    /// Like [`Guidebook::new`], with a parse cache at `cache`: the first load takes every file
+    /// unchanged since the cache was written from it, without reading or parsing it.
+    pub fn with_cache(root: PathBuf, cache: PathBuf) -> Self {
+        Guidebook {
+            cache: Some(cache),
+            ..Self::new(root)
         }
     }
 
@@ -105,6 +118,9 @@ impl Guidebook {
     /// guideline in service and its error is reported instead.
     pub fn reload(&self) -> ReloadOutcome {
         let mut state = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        if let (false, Some(cache)) = (state.loaded_once, &self.cache) {
+            state.files = super::cache::load(cache, &self.root);
+        }
         let listing = match find_guideline_files(&self.root) {
             Ok(l) => {
                 state.root_error = None;
@@ -132,6 +148,8 @@ impl Guidebook {
         };
 
         let mut changed = !state.loaded_once;
+        // Whether the files now differ from what the cache (or the last load) held.
+        let mut parsed = false;
         let mut next = HashMap::with_capacity(listing.len());
         let work: Vec<_> = listing
             .into_iter()
@@ -152,17 +170,22 @@ impl Guidebook {
             (path, entry, refreshed)
         });
         for (path, entry, refreshed) in refreshed {
-            changed |= refreshed;
+            parsed |= refreshed;
             next.insert(path, entry);
         }
         // Whatever is left was deleted: its guideline goes with it.
-        changed |= !state.files.is_empty();
+        parsed |= !state.files.is_empty();
+        changed |= parsed;
         state.files = next;
         state.loaded_once = true;
         if !changed {
             return ReloadOutcome::Unchanged;
         }
-        self.swap(&state)
+        let outcome = self.swap(&state);
+        if let (true, Some(cache)) = (parsed, &self.cache) {
+            super::cache::save(cache, &self.root, &state.files);
+        }
+        outcome
     }
 
     fn swap(&self, state: &ReloadState) -> ReloadOutcome {

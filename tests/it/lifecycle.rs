@@ -256,3 +256,56 @@ fn the_socket_answers_while_a_large_guidebook_is_still_being_prepared() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn a_restart_takes_the_guidelines_left_unchanged_from_the_parse_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    large_guidebook(&root, 3);
+    let file = write_file(dir.path(), "Config.kt", "val orderConfig2 = 1\n");
+    // Files written this instant are not trusted to a cache; let them age a little.
+    std::thread::sleep(Duration::from_millis(120));
+    let mut sidecar = Sidecar::start(&root);
+    let cache = sidecar.home.join("guidebook-cache.json");
+    let shown = sidecar.result("search", json!({"sessionId": "a", "filepaths": [file]}));
+    assert_eq!(shown[0]["content"], "Guideline 2.", "{shown}");
+    // The cache is written after the load is served: wait for it, bounded.
+    let started = Instant::now();
+    let mut json: Value = loop {
+        if let Ok(Ok(json)) = std::fs::read(&cache).map(|b| serde_json::from_slice(&b)) {
+            break json;
+        }
+        assert!(
+            started.elapsed() < WATCHDOG,
+            "no parse cache in {:?}",
+            cache
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // Mark what the next start can only have from the cache.
+    for f in json["files"].as_array_mut().unwrap() {
+        if f["id"] == "g00002" {
+            f["content"] = "Guideline 2, as cached.".into();
+        }
+    }
+    std::fs::write(&cache, serde_json::to_vec(&json).unwrap()).unwrap();
+    sidecar.restart();
+    let shown = sidecar.result("search", json!({"sessionId": "b", "filepaths": [file]}));
+    assert_eq!(
+        shown[0]["content"], "Guideline 2, as cached.",
+        "an unchanged guideline comes from the cache: {shown}"
+    );
+    // Once its file changes, the file wins again, at the next reload.
+    write_guideline(
+        &root,
+        "g00002",
+        "id: g00002\nmatch:\n  any:\n    - regex:\n        pattern: 'orderConfig2'\ncontent: Guideline 2, edited.\n",
+    );
+    let session = std::cell::Cell::new(0);
+    sidecar.wait_for_status("the edit reloaded", |_| {
+        session.set(session.get() + 1);
+        let session = format!("c{}", session.get());
+        let shown = sidecar.result("search", json!({"sessionId": session, "filepaths": [file]}));
+        shown[0]["content"] == "Guideline 2, edited."
+    });
+}

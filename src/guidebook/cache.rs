@@ -1,0 +1,354 @@
+//! The parse cache: every guideline as the last run parsed and indexed it, by file and stamp,
+//! so that a restart reads, parses and indexes only the files that changed since.
+//!
+//! Parsing the YAML and the patterns of a 10,000-guideline guidebook is most of a start. The
+//! cache (`guidebook-cache.json` beside the database) is written after a load that parsed
+//! something, and read by the next process's first load; a file is taken from it only when its
+//! stamp (inode, device, size, modification and change times) is the one it was parsed at and
+//! old enough to trust, and only by the very build that wrote it. Anything else — another
+//! build, another root, a file that cannot be read or parsed — is a cache miss: the files are
+//! parsed as if there were none, and a damaged cache is reported once and replaced. Reads and
+//! writes: that one file.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use super::matcher::Index;
+use super::{Example, Guideline};
+use crate::language;
+use crate::watched::{FileState, ReadError, Stamp};
+
+/// The cache's file name, in the directory of the database.
+pub const CACHE_FILE_NAME: &str = "guidebook-cache.json";
+
+/// A bound on the cache read back: about 750 bytes a guideline, so a million guidelines.
+const MAX_CACHE_BYTES: u64 = 1 << 30;
+
+/// The cache file as written.
+#[derive(Serialize, Deserialize)]
+struct CacheFile {
+    /// The build that wrote it ([`build_id`]): a parse or an index of another build may differ.
+    build: String,
+    root: PathBuf,
+    files: Vec<CachedFile>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CachedFile {
+    path: PathBuf,
+    stamp: Stamp,
+    hash: u64,
+    id: String,
+    repositories: Option<Vec<String>>,
+    languages: Option<Vec<String>>,
+    patterns: Vec<String>,
+    indexes: Vec<Index>,
+    content: String,
+    id_line: Option<usize>,
+    examples: Vec<Example>,
+}
+
+/// This build, as precisely as can be told cheaply: the version, and the size and modification
+/// time of the running executable (every rebuild changes them).
+fn build_id() -> String {
+    let exe = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{}:{modified}", m.len())
+        })
+        .unwrap_or_else(|_| "unknown".into());
+    format!("{} {exe}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The file states remembered for `root` in the cache at `path`: empty when there is no cache,
+/// or one of another build or root. A cache that cannot be read or parsed is reported.
+pub fn load(path: &Path, root: &Path) -> HashMap<PathBuf, FileState<Guideline>> {
+    // Read like any watched file: never blocking on a FIFO, never past a bound.
+    let bytes = match crate::watched::read_capped(path, MAX_CACHE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(ReadError::Missing) => return HashMap::new(),
+        Err(e) => {
+            tracing::warn!(
+                "cannot read the parse cache {}: {e}; parsing every guideline",
+                path.display()
+            );
+            return HashMap::new();
+        }
+    };
+    let cache: CacheFile = match serde_json::from_slice(&bytes) {
+        Ok(cache) => cache,
+        Err(e) => {
+            tracing::warn!(
+                "the parse cache {} is damaged ({e}); parsing every guideline",
+                path.display()
+            );
+            return HashMap::new();
+        }
+    };
+    if cache.build != build_id() || cache.root != root {
+        return HashMap::new();
+    }
+    cache
+        .files
+        .into_iter()
+        .filter_map(|f| {
+            let languages = match f.languages {
+                Some(names) => Some(
+                    names
+                        .iter()
+                        .map(|n| language::LANGUAGES.iter().find(|l| **l == n).copied())
+                        .collect::<Option<Vec<&'static str>>>()?,
+                ),
+                None => None,
+            };
+            let guideline = Guideline {
+                id: f.id,
+                repositories: f.repositories,
+                languages,
+                patterns: f.patterns,
+                indexes: f.indexes.into(),
+                content: f.content,
+                source: f.path.clone(),
+                id_line: f.id_line,
+                examples: f.examples,
+            };
+            let state = FileState::remembered(f.stamp, Arc::new(guideline), f.hash);
+            Some((f.path, state))
+        })
+        .collect()
+}
+
+/// One cached file as written: borrowed from the served state, so that writing the cache
+/// copies nothing but the bytes it writes (the fields and their order are [`CachedFile`]'s).
+#[derive(Serialize)]
+struct CachedFileOut<'a> {
+    path: &'a Path,
+    stamp: Stamp,
+    hash: u64,
+    id: &'a str,
+    repositories: Option<&'a [String]>,
+    languages: Option<&'a [&'static str]>,
+    patterns: &'a [String],
+    indexes: &'a [Index],
+    content: &'a str,
+    id_line: Option<usize>,
+    examples: &'a [Example],
+}
+
+#[derive(Serialize)]
+struct CacheFileOut<'a> {
+    build: String,
+    root: &'a Path,
+    files: Vec<CachedFileOut<'a>>,
+}
+
+/// Writes the good guidelines of `files` to the cache at `path`, replacing it whole (a new file
+/// renamed over the old). A file with an error, or a stamp too recent to trust, is left out:
+/// the next run reads it. A failure is reported and costs only the next start's time.
+pub fn save(path: &Path, root: &Path, files: &HashMap<PathBuf, FileState<Guideline>>) {
+    let now = SystemTime::now();
+    let mut kept: Vec<CachedFileOut<'_>> = files
+        .iter()
+        .filter(|(_, f)| f.error.is_none() && !f.stamp.is_racy(now))
+        .filter_map(|(p, f)| {
+            let g = f.good.as_ref()?;
+            Some(CachedFileOut {
+                path: p,
+                stamp: f.stamp,
+                hash: f.content_hash()?,
+                id: &g.id,
+                repositories: g.repositories.as_deref(),
+                languages: g.languages.as_deref(),
+                patterns: &g.patterns,
+                indexes: g.indexes.get()?,
+                content: &g.content,
+                id_line: g.id_line,
+                examples: &g.examples,
+            })
+        })
+        .collect();
+    kept.sort_by(|a, b| a.path.cmp(b.path));
+    let cache = CacheFileOut {
+        build: build_id(),
+        root,
+        files: kept,
+    };
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp)
+        .and_then(|file| {
+            use std::io::Write;
+            let mut out = std::io::BufWriter::new(file);
+            serde_json::to_writer(&mut out, &cache).map_err(std::io::Error::other)?;
+            out.flush()
+        })
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        tracing::warn!("cannot write the parse cache {}: {e}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guidebook::Guidebook;
+
+    fn write(root: &Path, dir: &str, id: &str, content: &str) -> PathBuf {
+        let d = root.join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("guideline.yaml");
+        std::fs::write(
+            &p,
+            format!("id: {id}\nscope:\n  languages: [kotlin]\nmatch:\n  any:\n    - regex:\n        pattern: '\\bOrderInvoiceImpl\\('\ncontent: {content}\n"),
+        )
+        .unwrap();
+        p
+    }
+
+    /// Files just written have stamps too recent to trust (and to cache): let them age.
+    fn settle() {
+        std::thread::sleep(std::time::Duration::from_millis(120));
+    }
+
+    fn contents(gb: &Guidebook) -> Vec<(String, String)> {
+        gb.snapshot()
+            .guidelines
+            .iter()
+            .map(|g| (g.guideline.id.clone(), g.guideline.content.clone()))
+            .collect()
+    }
+
+    /// Rewrites one cached guideline's content, so that a later load shows whether it came
+    /// from the cache or from its file.
+    fn tamper(cache: &Path, id: &str, content: &str) {
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(cache).unwrap()).unwrap();
+        for f in json["files"].as_array_mut().unwrap() {
+            if f["id"] == id {
+                f["content"] = content.into();
+            }
+        }
+        std::fs::write(cache, serde_json::to_vec(&json).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_restart_takes_unchanged_files_from_the_cache_and_parses_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("guidebook");
+        let cache = dir.path().join(CACHE_FILE_NAME);
+        write(&root, "a", "alpha", "from the file");
+        let b = write(&root, "b", "beta", "from the file");
+        let c = write(&root, "c", "gamma", "from the file");
+        settle();
+        let first = Guidebook::with_cache(root.clone(), cache.clone());
+        first.reload();
+        assert!(cache.exists(), "the first load writes the cache");
+        let g = &first.snapshot().guidelines[0].guideline;
+        assert_eq!(g.languages, Some(vec!["kotlin"]));
+
+        tamper(&cache, "alpha", "from the cache");
+        tamper(&cache, "beta", "from the cache");
+        write(&root, "b", "beta", "edited");
+        std::fs::remove_file(&c).unwrap();
+        write(&root, "d", "delta", "new");
+        settle();
+        let second = Guidebook::with_cache(root.clone(), cache.clone());
+        second.reload();
+        assert_eq!(
+            contents(&second),
+            [
+                ("alpha".into(), "from the cache".into()),
+                ("beta".into(), "edited".into()),
+                ("delta".into(), "new".into()),
+            ],
+            "an unchanged file is not read again; an edited, a deleted and a new one are"
+        );
+        // What the cache gives is what a parse gives, index included.
+        let cached = &second.snapshot().guidelines[0].guideline;
+        let parsed =
+            crate::guidebook::parse_guideline(&b, &std::fs::read_to_string(&b).unwrap()).unwrap();
+        assert_eq!(cached.patterns, parsed.patterns);
+        assert_eq!(cached.indexes.get(), parsed.indexes.get());
+        assert_eq!(cached.languages, parsed.languages);
+        assert_eq!(cached.id_line, parsed.id_line);
+        // The second load parsed something, so it rewrote the cache: a third start has it all.
+        let third = Guidebook::with_cache(root.clone(), cache.clone());
+        third.reload();
+        assert_eq!(contents(&third), contents(&second));
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_cache_is_a_miss_and_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("guidebook");
+        let cache = dir.path().join(CACHE_FILE_NAME);
+        write(&root, "a", "alpha", "from the file");
+        settle();
+        Guidebook::with_cache(root.clone(), cache.clone()).reload();
+
+        // Written by another build: not trusted (and rewritten by this one).
+        tamper(&cache, "alpha", "from the cache");
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+        json["build"] = "another build".into();
+        std::fs::write(&cache, serde_json::to_vec(&json).unwrap()).unwrap();
+        let gb = Guidebook::with_cache(root.clone(), cache.clone());
+        gb.reload();
+        assert_eq!(contents(&gb), [("alpha".into(), "from the file".into())]);
+
+        // For another root: not trusted either.
+        let other = Guidebook::with_cache(dir.path().to_path_buf(), cache.clone());
+        other.reload();
+        assert_eq!(contents(&other), [("alpha".into(), "from the file".into())]);
+
+        // A FIFO in its place blocks nothing: a miss, reported, and replaced.
+        std::fs::remove_file(&cache).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&cache)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let gb = Guidebook::with_cache(root.clone(), cache.clone());
+        gb.reload();
+        assert_eq!(contents(&gb), [("alpha".into(), "from the file".into())]);
+        assert!(std::fs::metadata(&cache).unwrap().is_file());
+
+        // Damaged: the guidebook loads from its files, and the cache is written anew.
+        std::fs::write(&cache, b"{\"build\": tru").unwrap();
+        let gb = Guidebook::with_cache(root.clone(), cache.clone());
+        gb.reload();
+        assert_eq!(contents(&gb), [("alpha".into(), "from the file".into())]);
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+        assert_eq!(json["files"][0]["id"], "alpha");
+    }
+
+    #[test]
+    fn a_file_too_recent_to_trust_is_not_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("guidebook");
+        let cache = dir.path().join(CACHE_FILE_NAME);
+        write(&root, "a", "alpha", "old enough");
+        settle();
+        write(&root, "b", "beta", "just written");
+        Guidebook::with_cache(root.clone(), cache.clone()).reload();
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+        let ids: Vec<&str> = json["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["alpha"]);
+    }
+}
