@@ -65,12 +65,13 @@ def main():
     scaling = load("scaling")
     if scaling:
         print(f"### How cost grows (one fresh sidecar per row; {scaling['runs']} warm samples, {scaling['coldRuns']} cold)\n")
-        print("| guidelines | search median ms | search p99 ms | hook median ms | cold one-shot median ms | startup ms | peak RSS MiB |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| guidelines | search median ms | search p99 ms | hook median ms | cold one-shot median ms | startup ms | ready ms | restart ready ms | peak RSS MiB |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for row in scaling["byGuidelines"]:
             p = row["point"]
             print(f"| {row['guidelines']:,} | {fmt(p['rpcMedianMs'], 3)} | {fmt(p['rpcP99Ms'], 3)} | {fmt(p['hookMedianMs'], 3)} | "
-                  f"{fmt(p['coldMedianMs'], 1)} | {fmt(p['startupMs'], 0)} | {mib(p['peakRssKiB'])} |")
+                  f"{fmt(p['coldMedianMs'], 1)} | {fmt(p['startupMs'], 0)} | {fmt(p.get('readyMs'), 0)} | "
+                  f"{fmt(p.get('restartReadyMs'), 0)} | {mib(p['peakRssKiB'])} |")
         print("\n| one file of (1,000 guidelines) | search median ms | search p99 ms | MB/s | peak RSS MiB |")
         print("| ---: | ---: | ---: | ---: | ---: |")
         for row in scaling["byFileSize"]:
