@@ -170,17 +170,23 @@ pub fn evaluate_file(
 }
 
 impl Engine {
-    /// Opens the database and loads the guidebook described by `settings`.
+    /// Opens the database and loads the guidebook described by `settings`, for one command: the
+    /// parse cache is read, not written (writing it would delay this command's answer; the
+    /// daemon writes it off its requests' path).
     pub fn open(settings: Settings) -> Result<Engine, StoreError> {
-        let engine = Self::open_unloaded(settings)?;
+        let engine = Self::open_with(settings, false)?;
         engine.guidebook.reload();
         Ok(engine)
     }
 
     /// Opens the database; the guidebook stays empty until the caller runs its first
     /// `reload` (the daemon does so on a thread of its own, after its socket answers), and
-    /// searches wait for that load.
+    /// searches wait for that load. The parse cache is read and kept up to date.
     pub fn open_unloaded(settings: Settings) -> Result<Engine, StoreError> {
+        Self::open_with(settings, true)
+    }
+
+    fn open_with(settings: Settings, write_cache: bool) -> Result<Engine, StoreError> {
         let db = Database::open(
             &settings.db,
             Duration::from_millis(settings.busy_timeout_ms),
@@ -192,6 +198,7 @@ impl Engine {
         let guidebook = Arc::new(Guidebook::with_cache(
             settings.guidebook_root.clone(),
             cache,
+            write_cache,
         ));
         Ok(Engine {
             guidebook,

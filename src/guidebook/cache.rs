@@ -2,13 +2,13 @@
 //! so that a restart reads, parses and indexes only the files that changed since.
 //!
 //! Parsing the YAML and the patterns of a 10,000-guideline guidebook is most of a start. The
-//! cache (`guidebook-cache.json` beside the database) is written after a load that parsed
-//! something, and read by the next process's first load; a file is taken from it only when its
-//! stamp (inode, device, size, modification and change times) is the one it was parsed at and
-//! old enough to trust, and only by the very build that wrote it. Anything else — another
-//! build, another root, a file that cannot be read or parsed — is a cache miss: the files are
-//! parsed as if there were none, and a damaged cache is reported once and replaced. Reads and
-//! writes: that one file.
+//! cache (`guidebook-cache.json` beside the database) is written by the daemon after a load
+//! that parsed something, and read by the next process's first load; a file is taken from it
+//! only when its stamp (inode, device, size, modification and change times) is the one it was
+//! parsed at and old enough to trust, and only by the very build that wrote it. Anything else
+//! — another build, another root, a file that cannot be read or parsed — is a cache miss: the
+//! files are parsed as if there were none, and a damaged cache is reported once and replaced.
+//! Reads and writes: that one file.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -249,7 +249,7 @@ mod tests {
         let b = write(&root, "b", "beta", "from the file");
         let c = write(&root, "c", "gamma", "from the file");
         settle();
-        let first = Guidebook::with_cache(root.clone(), cache.clone());
+        let first = Guidebook::with_cache(root.clone(), cache.clone(), true);
         first.reload();
         assert!(cache.exists(), "the first load writes the cache");
         let g = &first.snapshot().guidelines[0].guideline;
@@ -261,7 +261,7 @@ mod tests {
         std::fs::remove_file(&c).unwrap();
         write(&root, "d", "delta", "new");
         settle();
-        let second = Guidebook::with_cache(root.clone(), cache.clone());
+        let second = Guidebook::with_cache(root.clone(), cache.clone(), true);
         second.reload();
         assert_eq!(
             contents(&second),
@@ -281,7 +281,7 @@ mod tests {
         assert_eq!(cached.languages, parsed.languages);
         assert_eq!(cached.id_line, parsed.id_line);
         // The second load parsed something, so it rewrote the cache: a third start has it all.
-        let third = Guidebook::with_cache(root.clone(), cache.clone());
+        let third = Guidebook::with_cache(root.clone(), cache.clone(), true);
         third.reload();
         assert_eq!(contents(&third), contents(&second));
     }
@@ -293,7 +293,7 @@ mod tests {
         let cache = dir.path().join(CACHE_FILE_NAME);
         write(&root, "a", "alpha", "from the file");
         settle();
-        Guidebook::with_cache(root.clone(), cache.clone()).reload();
+        Guidebook::with_cache(root.clone(), cache.clone(), true).reload();
 
         // Written by another build: not trusted (and rewritten by this one).
         tamper(&cache, "alpha", "from the cache");
@@ -301,12 +301,12 @@ mod tests {
             serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
         json["build"] = "another build".into();
         std::fs::write(&cache, serde_json::to_vec(&json).unwrap()).unwrap();
-        let gb = Guidebook::with_cache(root.clone(), cache.clone());
+        let gb = Guidebook::with_cache(root.clone(), cache.clone(), true);
         gb.reload();
         assert_eq!(contents(&gb), [("alpha".into(), "from the file".into())]);
 
         // For another root: not trusted either.
-        let other = Guidebook::with_cache(dir.path().to_path_buf(), cache.clone());
+        let other = Guidebook::with_cache(dir.path().to_path_buf(), cache.clone(), true);
         other.reload();
         assert_eq!(contents(&other), [("alpha".into(), "from the file".into())]);
 
@@ -317,19 +317,52 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        let gb = Guidebook::with_cache(root.clone(), cache.clone());
+        let gb = Guidebook::with_cache(root.clone(), cache.clone(), true);
         gb.reload();
         assert_eq!(contents(&gb), [("alpha".into(), "from the file".into())]);
         assert!(std::fs::metadata(&cache).unwrap().is_file());
 
         // Damaged: the guidebook loads from its files, and the cache is written anew.
         std::fs::write(&cache, b"{\"build\": tru").unwrap();
-        let gb = Guidebook::with_cache(root.clone(), cache.clone());
+        let gb = Guidebook::with_cache(root.clone(), cache.clone(), true);
         gb.reload();
         assert_eq!(contents(&gb), [("alpha".into(), "from the file".into())]);
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
         assert_eq!(json["files"][0]["id"], "alpha");
+    }
+
+    #[test]
+    fn a_reader_uses_the_cache_and_never_writes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("guidebook");
+        let cache = dir.path().join(CACHE_FILE_NAME);
+        write(&root, "a", "alpha", "from the file");
+        settle();
+        // Without a cache, a reader parses everything and leaves no cache behind.
+        let reader = Guidebook::with_cache(root.clone(), cache.clone(), false);
+        reader.reload();
+        assert_eq!(
+            contents(&reader),
+            [("alpha".into(), "from the file".into())]
+        );
+        assert!(!cache.exists());
+        // With one, it takes what the cache holds and leaves the cache as it was.
+        Guidebook::with_cache(root.clone(), cache.clone(), true).reload();
+        tamper(&cache, "alpha", "from the cache");
+        write(&root, "b", "beta", "new");
+        settle();
+        let before = std::fs::read(&cache).unwrap();
+        let reader = Guidebook::with_cache(root.clone(), cache.clone(), false);
+        reader.reload();
+        assert_eq!(
+            contents(&reader),
+            [
+                ("alpha".into(), "from the cache".into()),
+                ("beta".into(), "new".into())
+            ]
+        );
+        assert_eq!(std::fs::read(&cache).unwrap(), before);
     }
 
     #[test]
@@ -340,7 +373,7 @@ mod tests {
         write(&root, "a", "alpha", "old enough");
         settle();
         write(&root, "b", "beta", "just written");
-        Guidebook::with_cache(root.clone(), cache.clone()).reload();
+        Guidebook::with_cache(root.clone(), cache.clone(), true).reload();
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
         let ids: Vec<&str> = json["files"]

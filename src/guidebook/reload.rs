@@ -31,9 +31,9 @@ pub struct Guidebook {
     files: Mutex<ReloadState>,
     /// Whether the first load has been swapped in; searches that arrive before wait on it.
     loaded: (Mutex<bool>, Condvar),
-    /// The parse cache (see `cache.rs`): read by the first load, written after a load that
-    /// parsed or dropped something.
-    cache: Option<PathBuf>,
+    /// The parse cache (see `cache.rs`): read by the first load and, when the flag says so,
+    /// written after a load that parsed or dropped something.
+    cache: Option<(PathBuf, bool)>,
 }
 
 #[derive(Debug, Default)]
@@ -59,10 +59,11 @@ impl Guidebook {
     }
 
     /// Like [`Guidebook::new`], with a parse cache at `cache`: the first load takes every file
-    /// unchanged since the cache was written from it, without reading or parsing it.
-    pub fn with_cache(root: PathBuf, cache: PathBuf) -> Self {
+    /// unchanged since the cache was written from it, without reading or parsing it. With
+    /// `write`, a load that parsed or dropped something writes the cache anew.
+    pub fn with_cache(root: PathBuf, cache: PathBuf, write: bool) -> Self {
         Guidebook {
-            cache: Some(cache),
+            cache: Some((cache, write)),
             ..Self::new(root)
         }
     }
@@ -118,7 +119,7 @@ impl Guidebook {
     /// guideline in service and its error is reported instead.
     pub fn reload(&self) -> ReloadOutcome {
         let mut state = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        if let (false, Some(cache)) = (state.loaded_once, &self.cache) {
+        if let (false, Some((cache, _))) = (state.loaded_once, &self.cache) {
             state.files = super::cache::load(cache, &self.root);
         }
         let listing = match find_guideline_files(&self.root) {
@@ -182,7 +183,7 @@ impl Guidebook {
             return ReloadOutcome::Unchanged;
         }
         let outcome = self.swap(&state);
-        if let (true, Some(cache)) = (parsed, &self.cache) {
+        if let (true, Some((cache, true))) = (parsed, &self.cache) {
             super::cache::save(cache, &self.root, &state.files);
         }
         outcome
