@@ -305,6 +305,15 @@ mod tests {
         gb.reload();
         assert_eq!(contents(&gb), [("alpha".into(), "from the file".into())]);
 
+        // A root that cannot be read serves nothing, whatever its cache holds.
+        let hidden = dir.path().join("hidden");
+        std::fs::rename(&root, &hidden).unwrap();
+        let gb = Guidebook::with_cache(root.clone(), cache.clone(), true);
+        gb.reload();
+        assert_eq!(contents(&gb), []);
+        assert_eq!(gb.snapshot().errors.len(), 1);
+        std::fs::rename(&hidden, &root).unwrap();
+
         // For another root: not trusted either.
         let other = Guidebook::with_cache(dir.path().to_path_buf(), cache.clone(), true);
         other.reload();

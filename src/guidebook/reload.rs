@@ -119,12 +119,14 @@ impl Guidebook {
     /// guideline in service and its error is reported instead.
     pub fn reload(&self) -> ReloadOutcome {
         let mut state = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        if let (false, Some((cache, _))) = (state.loaded_once, &self.cache) {
-            state.files = super::cache::load(cache, &self.root);
-        }
         let listing = match find_guideline_files(&self.root) {
             Ok(l) => {
                 state.root_error = None;
+                // Only a root that can be listed is taken from the cache, file by file: a
+                // root that cannot be read serves nothing on a first load, cache or not.
+                if let (false, Some((cache, _))) = (state.loaded_once, &self.cache) {
+                    state.files = super::cache::load(cache, &self.root);
+                }
                 l
             }
             Err(e) => {
