@@ -197,12 +197,7 @@ impl<T, E: Clone + PartialEq + fmt::Display> FileState<T, E> {
 
     /// A state for content just written by this process.
     pub fn written(stamp: Stamp, value: Arc<T>, bytes: &[u8]) -> Self {
-        FileState {
-            stamp,
-            good: Some(value),
-            error: None,
-            hash: Some(hash(bytes)),
-        }
+        Self::remembered(stamp, value, hash(bytes))
     }
 
     /// The file's state now, given how it was last seen (`prev`) and its `stamp` now: unchanged

@@ -10,6 +10,7 @@
 //! files are parsed as if there were none, and a damaged cache is reported once and replaced.
 //! Reads and writes: that one file.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,28 +29,29 @@ pub const CACHE_FILE_NAME: &str = "guidebook-cache.json";
 /// A bound on the cache read back: about 750 bytes a guideline, so a million guidelines.
 const MAX_CACHE_BYTES: u64 = 1 << 30;
 
-/// The cache file as written.
+/// The cache file. Written borrowing the served guidelines (so that writing copies nothing
+/// but the bytes it writes), read back owned.
 #[derive(Serialize, Deserialize)]
-struct CacheFile {
+struct CacheFile<'a> {
     /// The build that wrote it ([`build_id`]): a parse or an index of another build may differ.
     build: String,
-    root: PathBuf,
-    files: Vec<CachedFile>,
+    root: Cow<'a, Path>,
+    files: Vec<CachedFile<'a>>,
 }
 
 #[derive(Serialize, Deserialize)]
-struct CachedFile {
-    path: PathBuf,
+struct CachedFile<'a> {
+    path: Cow<'a, Path>,
     stamp: Stamp,
     hash: u64,
-    id: String,
-    repositories: Option<Vec<String>>,
-    languages: Option<Vec<String>>,
-    patterns: Vec<String>,
-    indexes: Vec<Index>,
-    content: String,
+    id: Cow<'a, str>,
+    repositories: Option<Cow<'a, [String]>>,
+    languages: Option<Vec<Cow<'a, str>>>,
+    patterns: Cow<'a, [String]>,
+    indexes: Cow<'a, [Index]>,
+    content: Cow<'a, str>,
     id_line: Option<usize>,
-    examples: Vec<Example>,
+    examples: Cow<'a, [Example]>,
 }
 
 /// This build, as precisely as can be told cheaply: the version, and the size and modification
@@ -110,45 +112,22 @@ pub fn load(path: &Path, root: &Path) -> HashMap<PathBuf, FileState<Guideline>> 
                 ),
                 None => None,
             };
+            let path = f.path.into_owned();
             let guideline = Guideline {
-                id: f.id,
-                repositories: f.repositories,
+                id: f.id.into_owned(),
+                repositories: f.repositories.map(Cow::into_owned),
                 languages,
-                patterns: f.patterns,
-                indexes: f.indexes.into(),
-                content: f.content,
-                source: f.path.clone(),
+                patterns: f.patterns.into_owned(),
+                indexes: f.indexes.into_owned().into(),
+                content: f.content.into_owned(),
+                source: path.clone(),
                 id_line: f.id_line,
-                examples: f.examples,
+                examples: f.examples.into_owned(),
             };
             let state = FileState::remembered(f.stamp, Arc::new(guideline), f.hash);
-            Some((f.path, state))
+            Some((path, state))
         })
         .collect()
-}
-
-/// One cached file as written: borrowed from the served state, so that writing the cache
-/// copies nothing but the bytes it writes (the fields and their order are [`CachedFile`]'s).
-#[derive(Serialize)]
-struct CachedFileOut<'a> {
-    path: &'a Path,
-    stamp: Stamp,
-    hash: u64,
-    id: &'a str,
-    repositories: Option<&'a [String]>,
-    languages: Option<&'a [&'static str]>,
-    patterns: &'a [String],
-    indexes: &'a [Index],
-    content: &'a str,
-    id_line: Option<usize>,
-    examples: &'a [Example],
-}
-
-#[derive(Serialize)]
-struct CacheFileOut<'a> {
-    build: String,
-    root: &'a Path,
-    files: Vec<CachedFileOut<'a>>,
 }
 
 /// Writes the good guidelines of `files` to the cache at `path`, replacing it whole (a new file
@@ -156,30 +135,33 @@ struct CacheFileOut<'a> {
 /// the next run reads it. A failure is reported and costs only the next start's time.
 pub fn save(path: &Path, root: &Path, files: &HashMap<PathBuf, FileState<Guideline>>) {
     let now = SystemTime::now();
-    let mut kept: Vec<CachedFileOut<'_>> = files
+    let mut kept: Vec<CachedFile<'_>> = files
         .iter()
         .filter(|(_, f)| f.error.is_none() && !f.stamp.is_racy(now))
         .filter_map(|(p, f)| {
             let g = f.good.as_ref()?;
-            Some(CachedFileOut {
-                path: p,
+            Some(CachedFile {
+                path: Cow::Borrowed(p),
                 stamp: f.stamp,
                 hash: f.content_hash()?,
-                id: &g.id,
-                repositories: g.repositories.as_deref(),
-                languages: g.languages.as_deref(),
-                patterns: &g.patterns,
-                indexes: g.indexes.get()?,
-                content: &g.content,
+                id: Cow::Borrowed(&g.id),
+                repositories: g.repositories.as_deref().map(Cow::Borrowed),
+                languages: g
+                    .languages
+                    .as_ref()
+                    .map(|l| l.iter().map(|n| Cow::Borrowed(*n)).collect()),
+                patterns: Cow::Borrowed(&g.patterns),
+                indexes: Cow::Borrowed(g.indexes.get()?),
+                content: Cow::Borrowed(&g.content),
                 id_line: g.id_line,
-                examples: &g.examples,
+                examples: Cow::Borrowed(&g.examples),
             })
         })
         .collect();
-    kept.sort_by(|a, b| a.path.cmp(b.path));
-    let cache = CacheFileOut {
+    kept.sort_by(|a, b| a.path.cmp(&b.path));
+    let cache = CacheFile {
         build: build_id(),
-        root,
+        root: Cow::Borrowed(root),
         files: kept,
     };
     let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));

@@ -550,10 +550,9 @@ fn list_dir(entries: std::fs::ReadDir) -> (Vec<(PathBuf, std::fs::Metadata)>, Ve
             // A directory in a guideline file's place is listed too: its read fails, so the
             // guideline's last good version stays served and the error is reported, as for
             // any other broken file. Skipping it would silently withdraw the guideline.
-            // Follow a symlinked file to what it names; a dangling one is reported by the
-            // read that follows.
-            // The entry's own `stat` is taken relative to the open directory, without walking
-            // the whole path again; only a symlink needs the path followed.
+            // The entry's own `stat` is taken relative to the open directory; only a symlink
+            // is followed, by its path, to what it names (a dangling one keeps its own `stat`
+            // and is reported by the read that follows).
             let path = entry.path();
             let meta = match entry.metadata() {
                 Ok(own) if own.file_type().is_symlink() => std::fs::metadata(&path).or(Ok(own)),
