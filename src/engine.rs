@@ -4,8 +4,9 @@
 //! guideline snapshot, the files, repository identities. Writes nothing.
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::breaker::Breaker;
@@ -14,6 +15,7 @@ use crate::files::{self, Skip};
 use crate::flags::Flags;
 use crate::guidebook::{Applicability, ApplicabilityKey, Guidebook, GuidelineSnapshot};
 use crate::metrics::{Recorder, Telemetry};
+use crate::parallel::Helpers;
 use crate::prompt::PromptPacks;
 use crate::repo::RepositoryResolver;
 use crate::store::{BreakerStore, Database, MetricsStore, PresentationStore, StoreError};
@@ -25,7 +27,7 @@ pub struct Engine {
     pub settings: Settings,
     pub guidebook: Arc<Guidebook>,
     pub flags: Flags,
-    pub repos: RepositoryResolver,
+    pub repos: Arc<RepositoryResolver>,
     pub presentations: PresentationStore,
     /// The prompt packs of the guidebook root, reloaded with the guidelines.
     pub prompts: PromptPacks,
@@ -41,6 +43,8 @@ pub struct Engine {
     pub telemetry: Telemetry,
     /// At most one evaluation per core at a time (see [`Gate`]).
     matching: Gate,
+    /// The threads that take a share of a search's files (one per core but the caller's).
+    helpers: Helpers,
     pub started: Instant,
 }
 
@@ -123,6 +127,35 @@ pub struct GuidelineMatch {
 /// Which guidelines apply, per (repository, language): computed once per pair and reused.
 pub type ApplicabilityCache = HashMap<ApplicabilityKey, Arc<Applicability>>;
 
+/// What one thread's part of an evaluation remembers from file to file: which guidelines apply
+/// per (repository, language), and each directory's repository identity. The files of one
+/// change mostly share a directory, whose `.git` is then looked up once, not once per file.
+#[derive(Debug, Default)]
+pub struct EvaluationMemo {
+    pub applicability: ApplicabilityCache,
+    repositories: HashMap<PathBuf, Option<String>>,
+}
+
+impl EvaluationMemo {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The identity of the repository holding `path`, looked up once per directory.
+    fn repository_of(&mut self, repos: &RepositoryResolver, path: &Path) -> Option<String> {
+        let Some(dir) = path.parent() else {
+            return repos.identity_of(path);
+        };
+        if let Some(known) = self.repositories.get(dir) {
+            return known.clone();
+        }
+        let identity = repos.identity_of(path);
+        self.repositories
+            .insert(dir.to_path_buf(), identity.clone());
+        identity
+    }
+}
+
 /// One file's evaluation against `snapshot`: its repository and language, then, unless it
 /// cannot be read, the applicable guidelines that match its first `max_file_bytes` (with the
 /// first line and pattern of each when `details`). The one per-file step of `search`,
@@ -133,10 +166,10 @@ pub fn evaluate_file(
     max_file_bytes: u64,
     path: &Path,
     details: bool,
-    applicability: &mut ApplicabilityCache,
+    memo: &mut EvaluationMemo,
 ) -> FileEvaluation {
     let language = crate::language::language_of(path);
-    let repository = repos.identity_of(path);
+    let repository = memo.repository_of(repos, path);
     match files::read_capped(path, max_file_bytes) {
         Err(skip) => FileEvaluation {
             repository,
@@ -145,7 +178,8 @@ pub fn evaluate_file(
             matches: Vec::new(),
         },
         Ok(content) => {
-            let applicable = applicability
+            let applicable = memo
+                .applicability
                 .entry((repository.clone(), language))
                 .or_insert_with(|| snapshot.applicability_kept(repository.as_deref(), language));
             let matches = snapshot
@@ -166,6 +200,110 @@ pub fn evaluate_file(
                 matches,
             }
         }
+    }
+}
+
+/// The files of one evaluation, shared by its caller and the helpers it enlists: each file is
+/// claimed by whoever comes first, so a helper busy elsewhere only means the caller does more.
+struct Batch {
+    snapshot: Arc<GuidelineSnapshot>,
+    repos: Arc<RepositoryResolver>,
+    max_file_bytes: u64,
+    details: bool,
+    deadline: Option<Instant>,
+    /// Each path once.
+    paths: Vec<PathBuf>,
+    next: AtomicUsize,
+    progress: Mutex<Progress>,
+    finished: Condvar,
+}
+
+struct Progress {
+    results: Vec<Option<FileEvaluation>>,
+    /// Files claimed and done with (evaluated, or lost to a panic).
+    done: usize,
+    /// A file whose evaluation panicked: the evaluation as a whole has no answer.
+    lost: bool,
+}
+
+/// Records a claimed file as done when dropped, evaluated or not (a panic unwinding through
+/// `evaluate_file`), so that the caller never waits for a file nobody is evaluating.
+struct Claim<'a> {
+    batch: &'a Batch,
+    index: usize,
+    result: Option<FileEvaluation>,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut progress = self
+            .batch
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        progress.done += 1;
+        match self.result.take() {
+            Some(result) => progress.results[self.index] = Some(result),
+            None => progress.lost = true,
+        }
+        self.batch.finished.notify_all();
+    }
+}
+
+impl Batch {
+    /// Evaluates unclaimed files until none is left or the deadline has passed.
+    fn work(&self) {
+        let mut memo = EvaluationMemo::new();
+        loop {
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                return;
+            }
+            let index = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(path) = self.paths.get(index) else {
+                return;
+            };
+            let mut claim = Claim {
+                batch: self,
+                index,
+                result: None,
+            };
+            claim.result = Some(evaluate_file(
+                &self.snapshot,
+                &self.repos,
+                self.max_file_bytes,
+                path,
+                self.details,
+                &mut memo,
+            ));
+        }
+    }
+
+    /// Every file's evaluation once all are done; `None` if the deadline passes first or a
+    /// file's evaluation panicked.
+    fn wait(&self) -> Option<Vec<FileEvaluation>> {
+        let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        while progress.done < self.paths.len() && !progress.lost {
+            progress = match self.deadline {
+                None => self
+                    .finished
+                    .wait(progress)
+                    .unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    self.finished
+                        .wait_timeout(progress, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        if progress.lost {
+            return None;
+        }
+        std::mem::take(&mut progress.results).into_iter().collect()
     }
 }
 
@@ -200,12 +338,13 @@ impl Engine {
             cache,
             write_cache,
         ));
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Engine {
             guidebook,
             prompts: PromptPacks::load(settings.guidebook_root.clone()),
             tokenizer: settings.tokenizer,
             flags: Flags::open(settings.flags.clone()),
-            repos: RepositoryResolver::new(),
+            repos: Arc::new(RepositoryResolver::new()),
             breaker: Breaker::new(BreakerStore::new(db.clone()), settings.breaker),
             metrics: MetricsStore::new(db.clone()),
             recorder: if settings.record_metrics {
@@ -214,11 +353,8 @@ impl Engine {
                 Recorder::off()
             },
             telemetry: Telemetry::default(),
-            matching: Gate::new(
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(2),
-            ),
+            matching: Gate::new(cores),
+            helpers: Helpers::new(cores - 1),
             presentations: PresentationStore::new(db),
             started: Instant::now(),
             settings,
@@ -229,7 +365,7 @@ impl Engine {
     /// is read once. With `details`, each match carries its first line and pattern.
     pub fn evaluate(
         &self,
-        snapshot: &GuidelineSnapshot,
+        snapshot: &Arc<GuidelineSnapshot>,
         paths: &[&str],
         details: bool,
     ) -> Vec<FileEvaluation> {
@@ -241,7 +377,7 @@ impl Engine {
     /// between two files, so a caller that has stopped waiting does not keep the daemon reading.
     pub fn evaluate_until(
         &self,
-        snapshot: &GuidelineSnapshot,
+        snapshot: &Arc<GuidelineSnapshot>,
         paths: &[&str],
         details: bool,
         deadline: Option<Instant>,
@@ -250,63 +386,44 @@ impl Engine {
         // scans keeps search caches of its own.
         let _permit = self.matching.enter(deadline)?;
         // Each path once, in first-seen order; a repeated path is copied, not re-read.
-        let mut unique: Vec<&str> = Vec::with_capacity(paths.len());
+        let mut unique: Vec<PathBuf> = Vec::with_capacity(paths.len());
         let mut slot: HashMap<&str, usize> = HashMap::new();
         for path in paths {
             slot.entry(path).or_insert_with(|| {
-                unique.push(path);
+                unique.push(PathBuf::from(path));
                 unique.len() - 1
             });
         }
         // Cores no other search is using now take a share of the files: one client's search of
         // ten files is spread over both cores, while eight clients each keep to one.
         let extra: Vec<Permit<'_>> = (1..unique.len().min(self.matching.cores))
+            .take(self.helpers.threads)
             .map_while(|_| self.matching.try_enter())
             .collect();
-        let workers = extra.len() + 1;
-        let evaluate_share = |share: usize| -> Option<Vec<(usize, FileEvaluation)>> {
-            let mut applicability = ApplicabilityCache::new();
-            let mut done = Vec::new();
-            for (i, path) in unique.iter().enumerate().skip(share).step_by(workers) {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    return None;
-                }
-                let evaluation = evaluate_file(
-                    snapshot,
-                    &self.repos,
-                    self.settings.max_file_bytes,
-                    Path::new(path),
-                    details,
-                    &mut applicability,
-                );
-                done.push((i, evaluation));
-            }
-            Some(done)
-        };
-        let shares: Vec<Option<Vec<(usize, FileEvaluation)>>> = if workers == 1 {
-            vec![evaluate_share(0)]
-        } else {
-            std::thread::scope(|scope| {
-                let helpers: Vec<_> = (1..workers)
-                    .map(|share| scope.spawn(move || evaluate_share(share)))
-                    .collect();
-                let mut shares = vec![evaluate_share(0)];
-                shares.extend(helpers.into_iter().map(|h| h.join().ok().flatten()));
-                shares
-            })
-        };
-        drop(extra);
-        let mut evaluated: Vec<Option<FileEvaluation>> = vec![None; unique.len()];
-        for share in shares {
-            for (i, evaluation) in share? {
-                evaluated[i] = Some(evaluation);
-            }
+        let batch = Arc::new(Batch {
+            snapshot: snapshot.clone(),
+            repos: self.repos.clone(),
+            max_file_bytes: self.settings.max_file_bytes,
+            details,
+            deadline,
+            progress: Mutex::new(Progress {
+                results: vec![None; unique.len()],
+                done: 0,
+                lost: false,
+            }),
+            paths: unique,
+            next: AtomicUsize::new(0),
+            finished: Condvar::new(),
+        });
+        for _ in &extra {
+            let batch = batch.clone();
+            self.helpers.submit(Box::new(move || batch.work()));
         }
-        let out = paths
-            .iter()
-            .map(|p| evaluated[slot[p]].clone())
-            .collect::<Option<Vec<_>>>()?;
-        Some(out)
+        batch.work();
+        let evaluated = batch.wait();
+        drop(extra);
+        let evaluated = evaluated?;
+        Some(paths.iter().map(|p| evaluated[slot[p]].clone()).collect())
     }
 }
 
@@ -335,10 +452,9 @@ mod tests {
 
     /// Files spread over the free cores come back in the order asked, a repeated path with
     /// its first evaluation, each as it is when evaluated alone.
-    #[test]
-    fn files_shared_between_cores_come_back_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("guidebook");
+    /// An engine on a one-guideline guidebook (`needle(`) and 7 files, every third matching.
+    fn engine_and_files(dir: &Path) -> (Engine, Vec<String>) {
+        let root = dir.join("guidebook");
         std::fs::create_dir_all(root.join("g")).unwrap();
         std::fs::write(
             root.join("g/guideline.yaml"),
@@ -347,20 +463,18 @@ mod tests {
         .unwrap();
         let overrides = crate::config::Overrides {
             guidebook_root: Some(root),
-            db: Some(dir.path().join("t.db")),
-            socket: Some(dir.path().join("t.sock")),
+            db: Some(dir.join("t.db")),
+            socket: Some(dir.join("t.sock")),
             ..Default::default()
         };
         let settings = Settings::resolve_with(&overrides, |k| {
-            (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.path().join("home").into_os_string())
+            (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.join("home").into_os_string())
         })
         .unwrap();
         let engine = Engine::open(settings).unwrap();
-        let snapshot = engine.guidebook.snapshot();
-        assert_eq!(snapshot.guidelines.len(), 1, "{:?}", snapshot.errors);
         let paths: Vec<String> = (0..7)
             .map(|i| {
-                let p = dir.path().join(format!("f{i}.kt"));
+                let p = dir.join(format!("f{i}.kt"));
                 let text = if i % 3 == 1 {
                     "x = needle(1)"
                 } else {
@@ -370,6 +484,15 @@ mod tests {
                 p.display().to_string()
             })
             .collect();
+        (engine, paths)
+    }
+
+    #[test]
+    fn files_shared_between_cores_come_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, paths) = engine_and_files(dir.path());
+        let snapshot = engine.guidebook.snapshot();
+        assert_eq!(snapshot.guidelines.len(), 1, "{:?}", snapshot.errors);
         let mut asked: Vec<&str> = paths.iter().map(String::as_str).collect();
         asked.insert(3, asked[1]);
         asked.push(asked[0]);
@@ -387,5 +510,69 @@ mod tests {
             engine.matching.cores,
             "all permits back"
         );
+    }
+
+    /// A helper busy with something else never holds an evaluation up: its caller evaluates
+    /// every file nobody has claimed, and the helper's late share finds nothing left to do.
+    #[test]
+    fn a_busy_helper_does_not_hold_up_an_evaluation() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, paths) = engine_and_files(dir.path());
+        let snapshot = engine.guidebook.snapshot();
+        let asked: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let wait = std::sync::Arc::new(std::sync::Mutex::new(wait));
+        for _ in 0..engine.helpers.threads {
+            let wait = wait.clone();
+            engine.helpers.submit(Box::new(move || {
+                let _ = wait.lock().unwrap().recv();
+            }));
+        }
+        let evaluated = engine
+            .evaluate_until(
+                &snapshot,
+                &asked,
+                false,
+                Some(Instant::now() + Duration::from_secs(60)),
+            )
+            .expect("evaluated before the deadline, without the helpers");
+        let hits: Vec<usize> = evaluated.iter().map(|f| f.matches.len()).collect();
+        assert_eq!(hits, [0, 1, 0, 0, 1, 0, 0]);
+        drop(release);
+        assert_eq!(
+            *engine.matching.free.lock().unwrap(),
+            engine.matching.cores,
+            "all permits back"
+        );
+    }
+
+    /// Within one evaluation a directory's repository is looked up once: a `.git` removed
+    /// between two files of one directory is not seen by the second (a new memo sees it).
+    #[test]
+    fn a_memo_looks_a_directory_repository_up_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join("src")).unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(&repo)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["remote", "add", "origin", "git@github.com:acme/memo.git"]);
+        let repos = RepositoryResolver::new();
+        let mut memo = EvaluationMemo::new();
+        let (a, b) = (repo.join("src/a.kt"), repo.join("src/b.kt"));
+        assert_eq!(memo.repository_of(&repos, &a).as_deref(), Some("acme/memo"));
+        std::fs::remove_dir_all(repo.join(".git")).unwrap();
+        assert_eq!(
+            memo.repository_of(&repos, &b).as_deref(),
+            Some("acme/memo"),
+            "the directory's identity is remembered"
+        );
+        assert_eq!(EvaluationMemo::new().repository_of(&repos, &b), None);
     }
 }

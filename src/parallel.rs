@@ -1,4 +1,61 @@
-//! Work split over the machine's cores with scoped threads, results in the order of the input.
+//! Work split over the machine's cores: [`map`] with scoped threads, results in the order of
+//! the input, for one-off work (a guidebook walk); [`Helpers`], long-lived threads, for work
+//! that recurs on every request (a search's files).
+
+use std::sync::{mpsc, Arc, Mutex};
+
+/// A job for a helper thread.
+pub type Job = Box<dyn FnOnce() + Send>;
+
+/// Long-lived threads that run jobs off one queue. A search that hands part of its files to
+/// a new thread pays for the thread's start, and that thread finds every regex's search cache
+/// cold (the `regex` crate keeps its caches per thread): measured, ten files went slower on two
+/// fresh threads than on one. A helper that has run searches before has its caches warm.
+///
+/// A job is taken by the first idle helper; with none idle it waits in the queue, so a job
+/// must not be needed for its submitter to finish (see `engine::Batch`: the submitter does
+/// every share no helper has taken). Dropping `Helpers` lets its threads end.
+#[derive(Debug)]
+pub struct Helpers {
+    queue: mpsc::Sender<Job>,
+    pub threads: usize,
+}
+
+impl Helpers {
+    /// `threads` helpers (fewer if the system refuses to start one: jobs then wait for the
+    /// others, or, with none, are never run, which their submitters do not wait for).
+    pub fn new(threads: usize) -> Helpers {
+        let (queue, jobs) = mpsc::channel::<Job>();
+        let jobs = Arc::new(Mutex::new(jobs));
+        let started = (0..threads)
+            .filter(|i| {
+                let jobs = jobs.clone();
+                std::thread::Builder::new()
+                    .name(format!("guidebook-helper-{i}"))
+                    .spawn(move || loop {
+                        let job = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                            Ok(job) => job,
+                            Err(mpsc::RecvError) => return,
+                        };
+                        // A panicking job is a bug its submitter learns of (see `Batch`); the
+                        // helper stays for the next one.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    })
+                    .is_ok()
+            })
+            .count();
+        Helpers {
+            queue,
+            threads: started,
+        }
+    }
+
+    /// Queues `job` for the next idle helper.
+    pub fn submit(&self, job: Job) {
+        // Sending fails only once every helper has ended, which they do not while `self` lives.
+        let _ = self.queue.send(job);
+    }
+}
 
 /// `f` over `items` on up to one thread per core, in order. Small inputs stay on this thread:
 /// a thread costs tens of microseconds to start.
@@ -40,6 +97,34 @@ pub fn map<T: Send, R: Send>(
 
 #[cfg(test)]
 mod tests {
+    use super::Helpers;
+    use std::sync::mpsc;
+
+    #[test]
+    fn helpers_run_jobs_on_the_same_threads_and_survive_a_panic() {
+        let helpers = Helpers::new(2);
+        assert_eq!(helpers.threads, 2);
+        let (tx, rx) = mpsc::channel();
+        for i in 0..20 {
+            let tx = tx.clone();
+            helpers.submit(Box::new(move || {
+                if i == 3 {
+                    panic!("a job's bug");
+                }
+                tx.send(std::thread::current().name().map(str::to_owned))
+                    .unwrap();
+            }));
+        }
+        drop(tx);
+        let mut names: Vec<_> = rx.iter().map(Option::unwrap).collect();
+        assert_eq!(names.len(), 19, "every job but the panicking one ran");
+        names.sort();
+        names.dedup();
+        assert!(
+            names.len() <= 2 && names.iter().all(|n| n.starts_with("guidebook-helper-")),
+            "{names:?}"
+        );
+    }
     #[test]
     fn keeps_the_order_of_its_input_whatever_the_split() {
         for n in [0, 1, 5, 100, 1001] {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ignore::{WalkBuilder, WalkState};
 
-use crate::engine::{evaluate_file, ApplicabilityCache};
+use crate::engine::{evaluate_file, EvaluationMemo};
 use crate::guidebook::GuidelineSnapshot;
 use crate::repo::RepositoryResolver;
 
@@ -83,7 +83,7 @@ pub fn scan(
         .threads(threads)
         .build_parallel()
         .run(|| {
-            let mut cache = ApplicabilityCache::new();
+            let mut cache = EvaluationMemo::new();
             let (repos, found) = (&repos, &found);
             Box::new(move |entry| {
                 let Ok(entry) = entry else {
@@ -97,6 +97,7 @@ pub fn scan(
                     evaluate_file(snapshot, repos, max_file_bytes, path, true, &mut cache);
                 let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
                 let applicable = cache
+                    .applicability
                     .get(&(evaluation.repository.clone(), evaluation.language))
                     .cloned();
                 let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
