@@ -3,7 +3,8 @@
 //!
 //! Parsing the YAML and the patterns of a 10,000-guideline guidebook is most of a start. The
 //! cache (`guidebook-cache.json` beside the database) is written by the daemon after a load
-//! that parsed something, and read by the next process's first load; a file is taken from it
+//! that parsed something (after its first load, by the first check for changes or on exit, so
+//! that the first searches have the cores), and read by the next process's first load; a file is taken from it
 //! only when its stamp (inode, device, size, modification and change times) is the one it was
 //! parsed at and old enough to trust, and only by the very build that wrote it. Anything else
 //! — another build, another root, a file that cannot be read or parsed — is a cache miss: the
@@ -266,6 +267,35 @@ mod tests {
         let third = Guidebook::with_cache(root.clone(), cache.clone(), true);
         third.reload();
         assert_eq!(contents(&third), contents(&second));
+    }
+
+    /// A daemon's first load puts the write off: nothing is written until the next reload
+    /// (the first check for changes, which has nothing new to load) or `write_cache`.
+    #[test]
+    fn a_write_put_off_is_made_by_the_next_reload_or_on_the_way_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("guidebook");
+        let cache = dir.path().join(CACHE_FILE_NAME);
+        write(&root, "a", "alpha", "from the file");
+        settle();
+        let gb = Guidebook::with_cache(root.clone(), cache.clone(), true);
+        gb.reload_with(crate::guidebook::CacheWrite::Later);
+        assert_eq!(contents(&gb), [("alpha".into(), "from the file".into())]);
+        assert!(!cache.exists(), "the first load leaves the write for later");
+        assert_eq!(gb.reload(), crate::guidebook::ReloadOutcome::Unchanged);
+        assert!(cache.exists(), "the next check writes what is owed");
+
+        std::fs::remove_file(&cache).unwrap();
+        let gb = Guidebook::with_cache(root.clone(), cache.clone(), true);
+        gb.reload_with(crate::guidebook::CacheWrite::Later);
+        gb.write_cache();
+        assert!(
+            cache.exists(),
+            "a daemon on its way out writes what is owed"
+        );
+        std::fs::remove_file(&cache).unwrap();
+        gb.write_cache();
+        assert!(!cache.exists(), "and only once");
     }
 
     #[test]

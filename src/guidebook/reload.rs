@@ -44,6 +44,19 @@ struct ReloadState {
     files: HashMap<PathBuf, FileState<Guideline>>,
     root_error: Option<LoadError>,
     loaded_once: bool,
+    /// The parse cache is behind what was last loaded (its write was put off).
+    cache_behind: bool,
+}
+
+/// When a load that parsed something writes the parse cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheWrite {
+    /// Before [`Guidebook::reload_with`] returns.
+    Now,
+    /// At the next reload or [`Guidebook::write_cache`]: a daemon's first load leaves the
+    /// cores to its first searches (writing 10,000 guidelines takes tens of milliseconds of
+    /// CPU) and the first check for changes, a reload interval later, writes it.
+    Later,
 }
 
 impl Guidebook {
@@ -118,7 +131,41 @@ impl Guidebook {
     /// snapshot when anything changed. A file that no longer parses keeps its last good
     /// guideline in service and its error is reported instead.
     pub fn reload(&self) -> ReloadOutcome {
+        self.reload_with(CacheWrite::Now)
+    }
+
+    /// Like [`Guidebook::reload`], writing the parse cache (when the load parsed anything, or
+    /// a write is still owed) as `write` says.
+    pub fn reload_with(&self, write: CacheWrite) -> ReloadOutcome {
         let mut state = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let outcome = self.reload_locked(&mut state);
+        if state.cache_behind && write == CacheWrite::Now {
+            self.write_cache_locked(&mut state);
+        }
+        outcome
+    }
+
+    /// Writes the parse cache if a load put its write off (the daemon calls it on its way out).
+    /// A load still running is not waited for: its own write, or the next start, catches up.
+    pub fn write_cache(&self) {
+        let mut state = match self.files.try_lock() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        if state.cache_behind {
+            self.write_cache_locked(&mut state);
+        }
+    }
+
+    fn write_cache_locked(&self, state: &mut ReloadState) {
+        if let Some((cache, true)) = &self.cache {
+            super::cache::save(cache, &self.root, &state.files);
+        }
+        state.cache_behind = false;
+    }
+
+    fn reload_locked(&self, state: &mut ReloadState) -> ReloadOutcome {
         let listing = match find_guideline_files(&self.root) {
             Ok(l) => {
                 state.root_error = None;
@@ -144,7 +191,7 @@ impl Guidebook {
                 // being switched) must not take every guideline away.
                 if changed || !state.loaded_once {
                     state.loaded_once = true;
-                    return self.swap(&state);
+                    return self.swap(state);
                 }
                 return ReloadOutcome::Unchanged;
             }
@@ -184,10 +231,8 @@ impl Guidebook {
         if !changed {
             return ReloadOutcome::Unchanged;
         }
-        let outcome = self.swap(&state);
-        if let (true, Some((cache, true))) = (parsed, &self.cache) {
-            super::cache::save(cache, &self.root, &state.files);
-        }
+        let outcome = self.swap(state);
+        state.cache_behind |= parsed && matches!(self.cache, Some((_, true)));
         outcome
     }
 

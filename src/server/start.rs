@@ -81,7 +81,11 @@ pub fn start<F: Future<Output = ()>>(
             .name("guidebook-load".into())
             .spawn(move || {
                 let started = std::time::Instant::now();
-                engine.guidebook.reload();
+                // The parse cache is written by the first check for changes, not while the
+                // first searches want the cores.
+                engine
+                    .guidebook
+                    .reload_with(crate::guidebook::CacheWrite::Later);
                 tracing::info!(
                     took_ms = started.elapsed().as_millis() as u64,
                     "guidebook ready"
@@ -180,8 +184,10 @@ pub fn start<F: Future<Output = ()>>(
         }
         Ok::<_, StartError>(())
     })?;
-    // What the recorder still holds is written before the process can exit.
+    // What the recorder still holds is written before the process can exit, and so is a parse
+    // cache whose write was put off.
     engine.recorder.flush();
+    engine.guidebook.write_cache();
     // The lock goes last: no second daemon starts on this path before the drain is over.
     drop(socket_file);
     tracing::info!("stopped");
@@ -194,6 +200,11 @@ pub fn start<F: Future<Output = ()>>(
 /// 10–20 ms per thousand files on a laptop, so past a few thousand the interval stretches (see
 /// [`reload_pause`]).
 async fn reload_loop(engine: Arc<Engine>, every: Duration) {
+    // Checks start an interval after the first load is done: one that started while it ran
+    // would walk the root again at once, on the cores the first searches are waiting for.
+    while !engine.guidebook.is_loaded() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let mut pause = every;
     loop {
         tokio::time::sleep(pause).await;
