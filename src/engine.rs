@@ -15,7 +15,7 @@ use crate::files::{self, Skip};
 use crate::flags::Flags;
 use crate::guidebook::{Applicability, ApplicabilityKey, Guidebook, GuidelineSnapshot};
 use crate::metrics::{Recorder, Telemetry};
-use crate::parallel::Helpers;
+use crate::parallel::{wait_while, Helpers};
 use crate::prompt::PromptPacks;
 use crate::repo::RepositoryResolver;
 use crate::store::{BreakerStore, Database, MetricsStore, PresentationStore, StoreError};
@@ -70,22 +70,8 @@ impl Gate {
 
     /// A permit, or `None` if `deadline` passes while waiting for one.
     fn enter(&self, deadline: Option<Instant>) -> Option<Permit<'_>> {
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        while *free == 0 {
-            free = match deadline {
-                None => self.freed.wait(free).unwrap_or_else(|p| p.into_inner()),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return None;
-                    }
-                    self.freed
-                        .wait_timeout(free, left)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-            };
-        }
+        let free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        let mut free = wait_while(&self.freed, free, deadline, |free| *free == 0)?;
         *free -= 1;
         Some(Permit(self))
     }
@@ -281,25 +267,10 @@ impl Batch {
     /// Every file's evaluation once all are done; `None` if the deadline passes first or a
     /// file's evaluation panicked.
     fn wait(&self) -> Option<Vec<FileEvaluation>> {
-        let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
-        while progress.done < self.paths.len() && !progress.lost {
-            progress = match self.deadline {
-                None => self
-                    .finished
-                    .wait(progress)
-                    .unwrap_or_else(|p| p.into_inner()),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return None;
-                    }
-                    self.finished
-                        .wait_timeout(progress, left)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-            };
-        }
+        let progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        let mut progress = wait_while(&self.finished, progress, self.deadline, |p| {
+            p.done < self.paths.len() && !p.lost
+        })?;
         if progress.lost {
             return None;
         }

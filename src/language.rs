@@ -36,7 +36,12 @@ pub const LANGUAGES: &[&str] = &[
 
 /// Whether `name` is a language that [`language_of`] can produce.
 pub fn is_known(name: &str) -> bool {
-    LANGUAGES.contains(&name)
+    known(name).is_some()
+}
+
+/// `name` as the language [`language_of`] produces, if it is one.
+pub fn known(name: &str) -> Option<&'static str> {
+    LANGUAGES.iter().find(|l| **l == name).copied()
 }
 
 /// The language of `path`, or `None` when neither its name nor its extension is known.

@@ -1,8 +1,36 @@
 //! Work split over the machine's cores: [`map`] with scoped threads, results in the order of
 //! the input, for one-off work (a guidebook walk); [`Helpers`], long-lived threads, for work
-//! that recurs on every request (a search's files).
+//! that recurs on every request (a search's files); [`wait_while`], a caller's bounded wait
+//! for such work (or a permit, or a first load).
 
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// Waits on `cvar` while `pending` holds for the value `guard` guards, until `deadline`: the
+/// guard once `pending` no longer holds, or `None` if the deadline passes first. A poisoned lock
+/// is taken as it is: its value is what its last holder left.
+pub fn wait_while<'a, T>(
+    cvar: &Condvar,
+    mut guard: MutexGuard<'a, T>,
+    deadline: Option<Instant>,
+    mut pending: impl FnMut(&T) -> bool,
+) -> Option<MutexGuard<'a, T>> {
+    while pending(&guard) {
+        guard = match deadline {
+            None => cvar.wait(guard).unwrap_or_else(|p| p.into_inner()),
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return None;
+                }
+                cvar.wait_timeout(guard, left)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+        };
+    }
+    Some(guard)
+}
 
 /// A job for a helper thread.
 pub type Job = Box<dyn FnOnce() + Send>;

@@ -4,11 +4,12 @@
 //! Parsing the YAML and the patterns of a 10,000-guideline guidebook is most of a start. The
 //! cache (`guidebook-cache.json` beside the database) is written by the daemon after a load
 //! that parsed something (after its first load, by the first check for changes or on exit, so
-//! that the first searches have the cores), and read by the next process's first load; a file is taken from it
-//! only when its stamp (inode, device, size, modification and change times) is the one it was
-//! parsed at and old enough to trust, and only by the very build that wrote it. Anything else
-//! — another build, another root, a file that cannot be read or parsed — is a cache miss: the
-//! files are parsed as if there were none, and a damaged cache is reported once and replaced.
+//! that the first searches have the cores), and read by the next process's first load; a file
+//! is taken from it only when its stamp (inode, device, size, modification and change times)
+//! is the one it was parsed at and old enough to trust, and only by the very build that wrote
+//! it. Anything else — another build, another root, a file that cannot be read or parsed — is
+//! a cache miss: the files are parsed as if there were none, and a damaged cache is reported
+//! once and replaced.
 //! Reads and writes: that one file.
 
 use std::borrow::Cow;
@@ -108,7 +109,7 @@ pub fn load(path: &Path, root: &Path) -> HashMap<PathBuf, FileState<Guideline>> 
                 Some(names) => Some(
                     names
                         .iter()
-                        .map(|n| language::LANGUAGES.iter().find(|l| **l == n).copied())
+                        .map(|n| language::known(n))
                         .collect::<Option<Vec<&'static str>>>()?,
                 ),
                 None => None,

@@ -155,7 +155,7 @@ struct LanguageName(&'static str);
 impl<'de> Deserialize<'de> for LanguageName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        match language::LANGUAGES.iter().find(|l| **l == s) {
+        match language::known(&s) {
             Some(l) => Ok(LanguageName(l)),
             None => Err(de::Error::custom(format!(
                 "unknown language `{s}`; known languages: {}",
@@ -301,27 +301,20 @@ type ClassPrint = (bool, usize, (u32, u32), (u32, u32));
 /// A class's fingerprint, read off its ends.
 fn class_print(class: &regex_syntax::hir::Class) -> ClassPrint {
     use regex_syntax::hir::Class;
-    let pair = |r: Option<(u32, u32)>| r.unwrap_or_default();
-    match class {
-        Class::Unicode(c) => {
-            let r = c.ranges();
-            let n = |i: Option<&regex_syntax::hir::ClassUnicodeRange>| {
-                pair(i.map(|r| (r.start() as u32, r.end() as u32)))
-            };
-            (true, r.len(), n(r.first()), n(r.last()))
-        }
-        Class::Bytes(c) => {
-            let r = c.ranges();
-            let n = |i: Option<&regex_syntax::hir::ClassBytesRange>| {
-                pair(i.map(|r| (u32::from(r.start()), u32::from(r.end()))))
-            };
-            (false, r.len(), n(r.first()), n(r.last()))
-        }
-    }
+    let count = match class {
+        Class::Unicode(c) => c.ranges().len(),
+        Class::Bytes(c) => c.ranges().len(),
+    };
+    let mut ranges = class_ranges(class);
+    let first = ranges.next().unwrap_or_default();
+    let last = ranges.next_back().unwrap_or(first);
+    (matches!(class, Class::Unicode(_)), count, first, last)
 }
 
 /// A class's ranges as numbers, whatever its kind.
-fn class_ranges(class: &regex_syntax::hir::Class) -> Box<dyn Iterator<Item = (u32, u32)> + '_> {
+fn class_ranges(
+    class: &regex_syntax::hir::Class,
+) -> Box<dyn DoubleEndedIterator<Item = (u32, u32)> + '_> {
     use regex_syntax::hir::Class;
     match class {
         Class::Unicode(c) => Box::new(

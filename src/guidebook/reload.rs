@@ -102,22 +102,10 @@ impl Guidebook {
     /// `None` if the deadline passes first.
     pub fn loaded_snapshot(&self, deadline: Option<Instant>) -> Option<Arc<GuidelineSnapshot>> {
         let (lock, cvar) = &self.loaded;
-        let mut loaded = lock.lock().unwrap_or_else(|p| p.into_inner());
-        while !*loaded {
-            loaded = match deadline {
-                None => cvar.wait(loaded).unwrap_or_else(|p| p.into_inner()),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return None;
-                    }
-                    cvar.wait_timeout(loaded, left)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-            };
-        }
-        drop(loaded);
+        let loaded = lock.lock().unwrap_or_else(|p| p.into_inner());
+        drop(crate::parallel::wait_while(cvar, loaded, deadline, |l| {
+            !*l
+        })?);
         Some(self.snapshot())
     }
 
@@ -159,7 +147,8 @@ impl Guidebook {
     }
 
     fn write_cache_locked(&self, state: &mut ReloadState) {
-        if let Some((cache, true)) = &self.cache {
+        // Owed only where the cache is written at all (see `reload_locked`).
+        if let Some((cache, _)) = &self.cache {
             super::cache::save(cache, &self.root, &state.files);
         }
         state.cache_behind = false;
