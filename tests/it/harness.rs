@@ -79,42 +79,68 @@ pub fn shim_exe() -> PathBuf {
     let exe_dir = guidebook_exe()
         .parent()
         .expect("the binary has a directory");
+    // `<target>/<profile>/guidebook`: build the shim into the same target and profile.
+    let target_dir = exe_dir.parent().expect("a target directory");
+    BUILD.call_once(|| build_shim(target_dir, None));
     let exe = exe_dir.join("guidebook-hook");
-    BUILD.call_once(|| {
-        // `<target>/<profile>/guidebook`: build the shim into the same target and profile.
-        let profile = exe_dir
-            .file_name()
-            .and_then(OsStr::to_str)
-            .unwrap_or("debug");
-        let target_dir = exe_dir.parent().expect("a target directory");
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "guidebook-hook",
-                "--bin",
-                "guidebook-hook",
-            ])
-            .arg("--manifest-path")
-            .arg(manifest_dir().join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(target_dir);
-        if profile == "release" {
-            cargo.arg("--release");
-        }
-        let out = cargo
-            .output()
-            .expect("running cargo to build guidebook-hook");
-        assert!(
-            out.status.success(),
-            "building guidebook-hook failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
     assert!(exe.is_file(), "{} was not built", exe.display());
     exe
+}
+
+/// The shim as README's Linux install line builds it: linked statically
+/// (`RUSTFLAGS="-C target-feature=+crt-static"`), in a target directory of its own, since
+/// those flags apply to every crate of a build. Built once per test run.
+pub fn static_shim_exe() -> PathBuf {
+    static BUILD: Once = Once::new();
+    let exe_dir = guidebook_exe()
+        .parent()
+        .expect("the binary has a directory");
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("static-shim");
+    BUILD.call_once(|| build_shim(&target_dir, Some("-C target-feature=+crt-static")));
+    let profile = exe_dir.file_name().expect("a profile directory");
+    let exe = target_dir.join(profile).join("guidebook-hook");
+    assert!(exe.is_file(), "{} was not built", exe.display());
+    exe
+}
+
+/// Builds `guidebook-hook` into `target_dir` with the profile this test binary was built
+/// with; `rustflags`, when given, replace the test process's own `RUSTFLAGS`.
+fn build_shim(target_dir: &Path, rustflags: Option<&str>) {
+    let profile = guidebook_exe()
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(OsStr::to_str)
+        .unwrap_or("debug");
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "guidebook-hook",
+            "--bin",
+            "guidebook-hook",
+        ])
+        .arg("--manifest-path")
+        .arg(manifest_dir().join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir);
+    if let Some(flags) = rustflags {
+        cargo
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env("RUSTFLAGS", flags);
+    }
+    if profile == "release" {
+        cargo.arg("--release");
+    }
+    let out = cargo
+        .output()
+        .expect("running cargo to build guidebook-hook");
+    assert!(
+        out.status.success(),
+        "building guidebook-hook (RUSTFLAGS {rustflags:?}) failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A `guidebook` command with none of the test process's own settings variables; the caller
@@ -193,7 +219,12 @@ pub fn run_shim(stdin: &str, envs: &[(&str, &OsStr)]) -> ShimRun {
 
 /// [`run_shim`] with command-line arguments.
 pub fn run_shim_with_args(args: &[&OsStr], stdin: &str, envs: &[(&str, &OsStr)]) -> ShimRun {
-    let mut cmd = Command::new(shim_exe());
+    run_shim_exe(&shim_exe(), args, stdin, envs)
+}
+
+/// [`run_shim_with_args`] with a given build of the shim.
+pub fn run_shim_exe(exe: &Path, args: &[&OsStr], stdin: &str, envs: &[(&str, &OsStr)]) -> ShimRun {
+    let mut cmd = Command::new(exe);
     for var in INHERITED_SETTINGS {
         cmd.env_remove(var);
     }
@@ -542,7 +573,14 @@ impl Sidecar {
 
     /// Runs the real shim on `event` against this sidecar, with a patient timeout.
     pub fn hook(&self, event: &Value) -> ShimRun {
-        run_shim(
+        self.hook_with(&shim_exe(), event)
+    }
+
+    /// [`Sidecar::hook`] with a given build of the shim.
+    pub fn hook_with(&self, exe: &Path, event: &Value) -> ShimRun {
+        run_shim_exe(
+            exe,
+            &[],
             &event.to_string(),
             &[
                 ("ADAPTIVE_GUIDEBOOK_SOCKET", self.socket.as_os_str()),

@@ -333,6 +333,74 @@ fn shim_finds_the_sidecar_by_socket_flag_and_by_home_dir_default() {
     assert_eq!(run.stdout, BACKEND_KOTLIN_OUTPUT, "{}", run.stderr);
 }
 
+/// Whether the ELF executable at `path` names a program interpreter (a `PT_INTERP` program
+/// header): every dynamically linked executable does, a static one does not.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn has_interpreter(path: &Path) -> bool {
+    let elf = std::fs::read(path).unwrap();
+    assert_eq!(
+        &elf[..5],
+        b"\x7fELF\x02",
+        "{} is no 64-bit ELF file",
+        path.display()
+    );
+    let u16_at = |at: usize| u16::from_le_bytes([elf[at], elf[at + 1]]) as usize;
+    let phoff = u64::from_le_bytes(elf[0x20..0x28].try_into().unwrap()) as usize;
+    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    (0..phnum).any(|i| {
+        let at = phoff + i * phentsize;
+        u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) == 3
+    })
+}
+
+/// README's Linux install line links the shim statically, which saves every hook the dynamic
+/// loader's work (about 0.3 ms a start, see docs/benchmarks.md). That build must stay
+/// possible (no proc-macro crate may enter the shim's dependencies) and answer exactly as
+/// the ordinary one does, error paths included.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn a_statically_linked_shim_answers_exactly_like_the_ordinary_one() {
+    let (sidecar, _root, repo) = setup();
+    let dynamic = shim_exe();
+    let fixed = static_shim_exe();
+    assert!(has_interpreter(&dynamic), "the ordinary build is dynamic");
+    assert!(
+        !has_interpreter(&fixed),
+        "{} names a program interpreter: not statically linked",
+        fixed.display()
+    );
+
+    let rel = "src/main/kotlin/com/acme/order/OrderPrinter.kt";
+    for (session, exe) in [("ordinary", &dynamic), ("static", &fixed)] {
+        let event = codex_add(session, &repo, rel, ORDER_PRINTER_KT);
+        let first = sidecar.hook_with(exe, &event);
+        assert_eq!(
+            first.stdout, BACKEND_KOTLIN_OUTPUT,
+            "{session}: {}",
+            first.stderr
+        );
+        assert_eq!(sidecar.hook_with(exe, &event).stdout, "", "{session}: seen");
+    }
+
+    // No sidecar listening: silence, exit 0 and the same diagnostic from both.
+    let (_dir, event) = add_event_for("nobody");
+    let nowhere = [(
+        "ADAPTIVE_GUIDEBOOK_SOCKET",
+        OsStr::new("/nonexistent/s.sock"),
+    )];
+    let ordinary = run_shim_exe(&dynamic, &[], &event, &nowhere);
+    let fixed = run_shim_exe(&fixed, &[], &event, &nowhere);
+    assert_eq!(
+        (fixed.stdout.as_str(), fixed.stderr.as_str()),
+        ("", ordinary.stderr.as_str())
+    );
+    assert!(
+        fixed.stderr.contains("/nonexistent/s.sock"),
+        "{}",
+        fixed.stderr
+    );
+}
+
 /// A stdin event that would print guidelines if a sidecar answered.
 fn add_event_for(session: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
