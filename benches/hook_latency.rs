@@ -10,7 +10,9 @@
 //! build (say, the `main` before a change), that build's hook and search run interleaved with
 //! this one's, each against its own sidecar, and the ratios compare the two. With
 //! `HOOK_BENCH_RECORDING_OFF=1` instead, the compared series is this build with metrics
-//! recording off (`ADAPTIVE_GUIDEBOOK_RECORD_METRICS=0`): what recording costs a hook.
+//! recording off (`ADAPTIVE_GUIDEBOOK_RECORD_METRICS=0`): what recording costs a hook. With
+//! `HOOK_BENCH_STATIC_SHIM=PATH`, a statically linked `guidebook-hook` (README's Linux install
+//! line; `hook-latency.sh` builds one) runs interleaved against this build's sidecar too.
 
 mod common;
 
@@ -121,6 +123,16 @@ fn main() {
         )
     };
     let hook = |session: &str| hook_with(session, "2000");
+    let static_shim = std::env::var_os("HOOK_BENCH_STATIC_SHIM").map(PathBuf::from);
+    let static_hook = |session: &str| {
+        let shim = static_shim.as_ref().expect("a static shim");
+        spawn_timed(
+            Command::new(shim)
+                .env("ADAPTIVE_GUIDEBOOK_SOCKET", &socket)
+                .env("ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS", "2000"),
+            event(session).as_bytes(),
+        )
+    };
     let cold = |session: &str| {
         let mut cmd = Command::new(&guidebook);
         cmd.arg("search")
@@ -157,6 +169,15 @@ fn main() {
         );
     }
 
+    if static_shim.is_some() {
+        let (_, out) = static_hook("warmup-static");
+        let (_, ours) = hook("warmup-dynamic");
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&ours),
+            "the static shim prints something else"
+        );
+    }
     // Warm-up, and a check that every path really does the work.
     let (_, out) = hook("warmup");
     let text = String::from_utf8_lossy(&out);
@@ -178,6 +199,7 @@ fn main() {
     let (mut t_hook, mut t_floor, mut t_rpc, mut t_cold) = (vec![], vec![], vec![], vec![]);
     let mut t_hook_unbudgeted = vec![];
     let (mut t_base_hook, mut t_base_rpc) = (vec![], vec![]);
+    let mut t_static_hook = vec![];
     // Interleaved, so that whatever else the machine does affects every series alike.
     for i in 0..runs {
         // A new session each time: every hook really presents its guidelines.
@@ -185,6 +207,9 @@ fn main() {
         t_hook_unbudgeted.push(ms(hook_with(&format!("u{i}"), "0").0));
         t_floor.push(ms(floor().0));
         t_rpc.push(ms(rpc(&format!("r{i}"))));
+        if static_shim.is_some() {
+            t_static_hook.push(ms(static_hook(&format!("s{i}")).0));
+        }
         if baseline.is_some() {
             t_base_hook.push(ms(base_hook(&format!("bh{i}")).0));
             t_base_rpc.push(ms(base_rpc(&format!("br{i}"))));
@@ -215,6 +240,8 @@ fn main() {
         "hook without a token budget (MAX_TOKENS=0)",
         &mut t_hook_unbudgeted,
     );
+    let static_m = (!t_static_hook.is_empty())
+        .then(|| row("hook, statically linked shim", &mut t_static_hook));
     let cold_m = row("cold one-shot: guidebook search", &mut t_cold);
     println!(
         "ratios (medians): hook/floor {:.2}x, hook/unbudgeted {:.3}x, cold/hook {:.1}x, hook - floor = {:.3} ms",
@@ -223,6 +250,13 @@ fn main() {
         cold_m.0 / hook_m.0,
         hook_m.0 - floor_m.0
     );
+    if let Some((med, _)) = static_m {
+        println!(
+            "static shim (medians): hook {:.3}x the dynamic one's, hook - floor = {:.3} ms",
+            med / hook_m.0,
+            med - floor_m.0
+        );
+    }
     if let Some(kib) = peak_rss_kib {
         println!("sidecar peak RSS: {:.1} MiB", kib as f64 / 1024.0);
     }
@@ -259,6 +293,7 @@ fn main() {
         "hook": {"medianMs": hook_m.0, "p99Ms": hook_m.1},
         "hookWithoutTokenBudget": {"medianMs": unbudgeted_m.0, "p99Ms": unbudgeted_m.1},
         "cold": {"medianMs": cold_m.0, "p99Ms": cold_m.1},
+        "hookStaticShim": static_m.map(|(med, p99)| serde_json::json!({"medianMs": med, "p99Ms": p99})),
         "sidecarPeakRssKiB": peak_rss_kib,
         "baseline": compared,
     });
