@@ -96,13 +96,7 @@ pub fn start<F: Future<Output = ()>>(
                 source,
             })?;
     }
-    // One thread for the sockets: every method's work runs on the blocking pool (and a
-    // search's share of files on the helpers), so the async side only accepts, parses HTTP and
-    // writes answers. A multi-threaded runtime added a cross-thread wake to most requests
-    // (an idle worker woken to steal a connection's task): measured side by side, `status`
-    // answered in 0.26 rather than 0.31 ms back to back and in 0.43 rather than 0.58 ms after a
-    // pause, and 8 clients' searches got 1,047 rather than 981 req/s.
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("guidebook")
         // Searches run on the blocking pool, and every thread that scans keeps its own
