@@ -196,9 +196,9 @@ pub fn start<F: Future<Output = ()>>(
 
 /// Re-reads the guidebook (guidelines and prompt packs) on an interval. A poll (a `stat` per
 /// guideline file) rather than a file-system watcher: it sees edits through symlinks, network
-/// mounts and editors that replace files, and needs no extra dependency. A check costs about
-/// 10–20 ms per thousand files on a laptop, so past a few thousand the interval stretches (see
-/// [`reload_pause`]).
+/// mounts and editors that replace files, and needs no extra dependency. A check is not free
+/// (about 15 ms at 1,000 guideline directories, 100 ms at 10,000, on two threads), so the
+/// next one waits in proportion to the CPU time the last one used (see [`reload_pause`]).
 async fn reload_loop(engine: Arc<Engine>, every: Duration) {
     // Checks start an interval after the first load is done: one that started while it ran
     // would walk the root again at once, on the cores the first searches are waiting for.
@@ -210,6 +210,7 @@ async fn reload_loop(engine: Arc<Engine>, every: Duration) {
         tokio::time::sleep(pause).await;
         let engine = engine.clone();
         let started = Instant::now();
+        let cpu_before = process_cpu_time();
         let reloaded = tokio::task::spawn_blocking(move || {
             engine.guidebook.reload();
             engine.prompts.reload();
@@ -217,34 +218,107 @@ async fn reload_loop(engine: Arc<Engine>, every: Duration) {
         if let Err(e) = reloaded.await {
             tracing::error!("guidebook reload panicked: {e}");
         }
-        pause = reload_pause(every, started.elapsed());
+        // The whole process's CPU time: a check walks on every core, and whatever searches
+        // ran meanwhile count too, which only spaces checks out more while the daemon is busy.
+        let cpu = process_cpu_time().saturating_sub(cpu_before);
+        pause = reload_pause(every, cpu);
+        tracing::debug!(
+            took_ms = started.elapsed().as_secs_f64() * 1e3,
+            cpu_ms = cpu.as_secs_f64() * 1e3,
+            next_in_ms = pause.as_millis() as u64,
+            "checked the guidebook for changes"
+        );
     }
 }
 
-/// How long to wait before the next check for changes: `every`, or longer when a check takes
-/// more than a quarter of that. Walking and `stat`ing 10,000 guideline files every 400 ms took
-/// half a core, which searches on a laptop's two cores then went without.
-fn reload_pause(every: Duration, took: Duration) -> Duration {
-    every.max(took * RELOAD_CHECK_SHARE)
+/// How long to wait before the next check for changes: `every`, or longer when the last check
+/// used more CPU time than [`RELOAD_CHECK_SHARE`] of one core allows, but never more than
+/// [`RELOAD_PAUSE_MAX`]. An idle daemon on a laptop must not burn a core checking files: with
+/// the pause in proportion to wall time, 10,000 guideline directories checked on two threads
+/// every 400–470 ms took 31 % of a core while nobody called the daemon.
+fn reload_pause(every: Duration, cpu: Duration) -> Duration {
+    every
+        .max(cpu * RELOAD_CHECK_SHARE)
+        .min(every.max(RELOAD_PAUSE_MAX))
 }
 
-/// A check for changes waits at least this many times as long as the last one took.
-const RELOAD_CHECK_SHARE: u32 = 4;
+/// The next check waits at least this many times the CPU time the last one used: the checks
+/// take at most about a twentieth of one core (1 / (1 + 20)).
+const RELOAD_CHECK_SHARE: u32 = 20;
+
+/// However costly a check, the next one comes within this long (a configured interval that is
+/// longer still is kept).
+const RELOAD_PAUSE_MAX: Duration = Duration::from_secs(30);
+
+/// The CPU time (user and system) this process has used so far, all threads together.
+fn process_cpu_time() -> Duration {
+    // SAFETY: `getrusage` writes into the zeroed struct it is given and reads nothing else.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return Duration::ZERO;
+        }
+        usage
+    };
+    let of = |t: libc::timeval| {
+        Duration::new(t.tv_sec.max(0) as u64, 0) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    of(usage.ru_utime) + of(usage.ru_stime)
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn checks_for_changes_take_at_most_a_fifth_of_a_core() {
+    fn checks_for_changes_take_at_most_a_twentieth_of_a_core() {
         let every = Duration::from_millis(400);
+        let ms = Duration::from_millis;
         // A small guidebook is checked on the interval.
-        assert_eq!(reload_pause(every, Duration::from_millis(3)), every);
-        assert_eq!(reload_pause(every, Duration::from_millis(100)), every);
-        // A large one waits four times as long as its check took.
-        let took = Duration::from_millis(250);
-        let pause = reload_pause(every, took);
-        assert_eq!(pause, Duration::from_millis(1000));
-        assert!(took.as_secs_f64() / (took + pause).as_secs_f64() <= 0.2);
+        assert_eq!(reload_pause(every, ms(3)), every);
+        assert_eq!(reload_pause(every, ms(20)), every);
+        // A large one waits twenty times the CPU time its check used: 10,000 guideline
+        // directories walked on two threads (100 ms of wall time, 200 ms of CPU).
+        let cpu = ms(200);
+        let pause = reload_pause(every, cpu);
+        assert_eq!(pause, ms(4000));
+        assert!(cpu.as_secs_f64() / (cpu + pause).as_secs_f64() <= 0.05);
+        // However large, a change is seen within half a minute.
+        assert_eq!(
+            reload_pause(every, Duration::from_secs(5)),
+            RELOAD_PAUSE_MAX
+        );
+        // A configured interval longer than that is kept.
+        let hourly = Duration::from_secs(3600);
+        assert_eq!(reload_pause(hourly, Duration::from_secs(5)), hourly);
+    }
+
+    #[test]
+    fn process_cpu_time_counts_work_on_every_thread() {
+        // Each thread spins until it has itself used 40 ms of CPU, however loaded the machine.
+        let thread_cpu = || {
+            // SAFETY: `clock_gettime` writes into the zeroed struct it is given.
+            let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+            assert_eq!(
+                unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) },
+                0
+            );
+            Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+        };
+        let spin = || {
+            let start = thread_cpu();
+            let mut x = 0u64;
+            while thread_cpu() - start < Duration::from_millis(40) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        };
+        let before = process_cpu_time();
+        std::thread::scope(|s| {
+            s.spawn(spin);
+            s.spawn(spin);
+        });
+        let used = process_cpu_time() - before;
+        // Both threads' 40 ms (rusage counts in microseconds; a little slack for rounding).
+        assert!(used >= Duration::from_millis(79), "counted {used:?}");
     }
 }
