@@ -17,17 +17,20 @@ bin=${3:-"$(dirname "$0")/../target/release/guidebook"}
 [ -d "$root" ] || { echo "idle-cpu: $root is not a directory" >&2; exit 2; }
 [ -x "$bin" ] || { echo "idle-cpu: no binary at $bin (cargo build --release first)" >&2; exit 2; }
 home=$(mktemp -d)
-ADAPTIVE_GUIDEBOOK_HOME="$home" ADAPTIVE_GUIDEBOOK_ROOT="$root" "$bin" serve \
-    >"$home/serve.log" 2>&1 &
+# The daemon's `guidebook ready` line (info) tells when the first load is over.
+RUST_LOG=${RUST_LOG:-info} ADAPTIVE_GUIDEBOOK_HOME="$home" ADAPTIVE_GUIDEBOOK_ROOT="$root" \
+    "$bin" serve >"$home/serve.log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
-# Settled: answering, and a few reload intervals past the first load.
-for _ in $(seq 600); do
-    [ -S "$home/sidecar.sock" ] && break
-    sleep 0.05
+for _ in $(seq 1200); do
+    grep -q "guidebook ready" "$home/serve.log" && break
+    kill -0 "$pid" 2>/dev/null || { echo "idle-cpu: the sidecar exited; log: $home/serve.log" >&2; exit 1; }
+    sleep 0.1
 done
+grep -q "guidebook ready" "$home/serve.log" ||
+    { echo "idle-cpu: no guidebook loaded within 120 s (RUST_LOG must show info from server::start); log: $home/serve.log" >&2; exit 1; }
+# Settled: a few reload intervals past the first load (its first check writes the parse cache).
 sleep 5
-kill -0 "$pid" || { echo "idle-cpu: the sidecar exited; log: $home/serve.log" >&2; exit 1; }
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 hz=$(getconf CLK_TCK)
 t0=$(ticks)

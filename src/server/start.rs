@@ -237,9 +237,7 @@ async fn reload_loop(engine: Arc<Engine>, every: Duration) {
 /// the pause in proportion to wall time, 10,000 guideline directories checked on two threads
 /// every 400–470 ms took 31 % of a core while nobody called the daemon.
 fn reload_pause(every: Duration, cpu: Duration) -> Duration {
-    every
-        .max(cpu * RELOAD_CHECK_SHARE)
-        .min(every.max(RELOAD_PAUSE_MAX))
+    (cpu * RELOAD_CHECK_SHARE).min(RELOAD_PAUSE_MAX).max(every)
 }
 
 /// The next check waits at least this many times the CPU time the last one used: the checks
