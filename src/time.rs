@@ -1,7 +1,12 @@
 //! Formats instants as RFC 3339 UTC seconds (`2026-09-23T09:41:18Z`) and dates (`2026-09-23`),
-//! and reads dates back. Reads the system clock only.
+//! and reads dates back; durations as milliseconds for log lines. Reads the system clock only.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `d` in milliseconds to a tenth, the precision log lines give durations in.
+pub fn log_ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
+}
 
 /// Formats `t` as `YYYY-MM-DDTHH:MM:SSZ`, the one timestamp shape the contract uses.
 pub fn rfc3339(t: SystemTime) -> String {
@@ -91,6 +96,14 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn log_durations_are_milliseconds_to_a_tenth() {
+        assert_eq!(log_ms(Duration::from_micros(47_659)), 47.7);
+        assert_eq!(log_ms(Duration::from_micros(7_254)), 7.3);
+        assert_eq!(log_ms(Duration::from_secs(2)), 2000.0);
+        assert_eq!(log_ms(Duration::ZERO), 0.0);
+    }
 
     #[test]
     fn formats_known_instants() {

@@ -48,6 +48,25 @@ struct ReloadState {
     cache_behind: bool,
 }
 
+/// Where a reload's time went, for the `guidebook loaded` log line: listing the root, reading
+/// and parsing what changed (the rest, up to the swap, is building the snapshot).
+#[derive(Debug, Clone, Copy)]
+struct Phases {
+    started: Instant,
+    listed: std::time::Duration,
+    parsed: std::time::Duration,
+}
+
+impl Phases {
+    fn since(started: Instant) -> Self {
+        Phases {
+            started,
+            listed: started.elapsed(),
+            parsed: std::time::Duration::ZERO,
+        }
+    }
+}
+
 /// When a load that parsed something writes the parse cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheWrite {
@@ -155,6 +174,7 @@ impl Guidebook {
     }
 
     fn reload_locked(&self, state: &mut ReloadState) -> ReloadOutcome {
+        let started = Instant::now();
         let listing = match find_guideline_files(&self.root) {
             Ok(l) => {
                 state.root_error = None;
@@ -180,12 +200,13 @@ impl Guidebook {
                 // being switched) must not take every guideline away.
                 if changed || !state.loaded_once {
                     state.loaded_once = true;
-                    return self.swap(state);
+                    return self.swap(state, Phases::since(started));
                 }
                 return ReloadOutcome::Unchanged;
             }
         };
 
+        let listed = started.elapsed();
         let mut changed = !state.loaded_once;
         // Whether the files now differ from what the cache (or the last load) held.
         let mut parsed = false;
@@ -220,12 +241,17 @@ impl Guidebook {
         if !changed {
             return ReloadOutcome::Unchanged;
         }
-        let outcome = self.swap(state);
+        let phases = Phases {
+            listed,
+            parsed: started.elapsed() - listed,
+            started,
+        };
+        let outcome = self.swap(state, phases);
         state.cache_behind |= parsed && matches!(self.cache, Some((_, true)));
         outcome
     }
 
-    fn swap(&self, state: &ReloadState) -> ReloadOutcome {
+    fn swap(&self, state: &ReloadState, phases: Phases) -> ReloadOutcome {
         let previous = self.current.load();
         let served_from: HashMap<&str, &Path> = previous
             .guidelines
@@ -267,7 +293,9 @@ impl Guidebook {
             }
         }
         errors.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
+        let built_from = Instant::now();
         let snapshot = GuidelineSnapshot::build(self.root.clone(), chosen, errors);
+        let built = built_from.elapsed();
         let outcome = ReloadOutcome::Swapped {
             guidelines: snapshot.guidelines.len(),
             errors: snapshot.errors.len(),
@@ -277,6 +305,10 @@ impl Guidebook {
             guidelines = snapshot.guidelines.len(),
             patterns = snapshot.pattern_count(),
             errors = snapshot.errors.len(),
+            listed_ms = crate::time::log_ms(phases.listed),
+            parsed_ms = crate::time::log_ms(phases.parsed),
+            built_ms = crate::time::log_ms(built),
+            took_ms = crate::time::log_ms(phases.started.elapsed()),
             "guidebook loaded"
         );
         self.current.store(Arc::new(snapshot));

@@ -223,8 +223,8 @@ async fn reload_loop(engine: Arc<Engine>, every: Duration) {
         let cpu = process_cpu_time().saturating_sub(cpu_before);
         pause = reload_pause(every, cpu);
         tracing::debug!(
-            took_ms = started.elapsed().as_secs_f64() * 1e3,
-            cpu_ms = cpu.as_secs_f64() * 1e3,
+            took_ms = crate::time::log_ms(started.elapsed()),
+            cpu_ms = crate::time::log_ms(cpu),
             next_in_ms = pause.as_millis() as u64,
             "checked the guidebook for changes"
         );
