@@ -27,7 +27,7 @@ const MAX_PATTERN_LEN: usize = 4096;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawGuideline {
+pub(super) struct RawGuideline {
     id: GuidelineId,
     #[serde(default)]
     scope: Option<RawScope>,
@@ -398,10 +398,39 @@ fn piece_bound(hir: &regex_syntax::hir::Hir) -> usize {
 
 /// Parses and validates one guideline file's text.
 pub fn parse_guideline(path: &Path, text: &str) -> Result<Guideline, LoadError> {
+    parse_guideline_with(path, text, Yaml::FastPathFirst)
+}
+
+/// Which YAML parser reads a guideline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Yaml {
+    /// `fast_yaml` when the file is within its subset and deserialises; serde_yaml otherwise
+    /// (so every error is serde_yaml's, with its line and column).
+    FastPathFirst,
+    /// serde_yaml only: the reference the differential tests compare with.
+    #[cfg(test)]
+    SerdeYaml,
+}
+
+pub(crate) fn parse_guideline_with(
+    path: &Path,
+    text: &str,
+    yaml: Yaml,
+) -> Result<Guideline, LoadError> {
     if text.trim().is_empty() {
         return Err(LoadError::new(path, None, "the file is empty"));
     }
-    let raw: RawGuideline = serde_yaml::from_str(text).map_err(|e| yaml_error(path, &e))?;
+    let fast = match yaml {
+        Yaml::FastPathFirst => {
+            super::fast_yaml::parse(text).and_then(|node| RawGuideline::deserialize(&node).ok())
+        }
+        #[cfg(test)]
+        Yaml::SerdeYaml => None,
+    };
+    let raw = match fast {
+        Some(raw) => raw,
+        None => serde_yaml::from_str(text).map_err(|e| yaml_error(path, &e))?,
+    };
     let id_line = find_key_line(text, "id");
     if raw.matcher.any.is_empty() {
         return Err(LoadError::new(

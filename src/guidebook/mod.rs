@@ -3,6 +3,7 @@
 
 mod cache;
 mod examples;
+mod fast_yaml;
 mod literals;
 pub(crate) mod load;
 mod matcher;
