@@ -13,14 +13,14 @@
 //! Reads and writes: that one file.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
 use super::matcher::Index;
+use super::reload::{FileMap, PathKey};
 use super::{Example, Guideline};
 use crate::language;
 use crate::watched::{FileState, ReadError, Stamp};
@@ -75,17 +75,17 @@ fn build_id() -> String {
 
 /// The file states remembered for `root` in the cache at `path`: empty when there is no cache,
 /// or one of another build or root. A cache that cannot be read or parsed is reported.
-pub fn load(path: &Path, root: &Path) -> HashMap<PathBuf, FileState<Guideline>> {
+pub fn load(path: &Path, root: &Path) -> FileMap {
     // Read like any watched file: never blocking on a FIFO, never past a bound.
     let bytes = match crate::watched::read_capped(path, MAX_CACHE_BYTES) {
         Ok(bytes) => bytes,
-        Err(ReadError::Missing) => return HashMap::new(),
+        Err(ReadError::Missing) => return FileMap::new(),
         Err(e) => {
             tracing::warn!(
                 "cannot read the parse cache {}: {e}; parsing every guideline",
                 path.display()
             );
-            return HashMap::new();
+            return FileMap::new();
         }
     };
     let cache: CacheFile = match serde_json::from_slice(&bytes) {
@@ -95,11 +95,11 @@ pub fn load(path: &Path, root: &Path) -> HashMap<PathBuf, FileState<Guideline>> 
                 "the parse cache {} is damaged ({e}); parsing every guideline",
                 path.display()
             );
-            return HashMap::new();
+            return FileMap::new();
         }
     };
     if cache.build != build_id() || cache.root != root {
-        return HashMap::new();
+        return FileMap::new();
     }
     cache
         .files
@@ -127,7 +127,7 @@ pub fn load(path: &Path, root: &Path) -> HashMap<PathBuf, FileState<Guideline>> 
                 examples: f.examples.into_owned(),
             };
             let state = FileState::remembered(f.stamp, Arc::new(guideline), f.hash);
-            Some((path, state))
+            Some((PathKey(path), state))
         })
         .collect()
 }
@@ -135,7 +135,7 @@ pub fn load(path: &Path, root: &Path) -> HashMap<PathBuf, FileState<Guideline>> 
 /// Writes the good guidelines of `files` to the cache at `path`, replacing it whole (a new file
 /// renamed over the old). A file with an error, or a stamp too recent to trust, is left out:
 /// the next run reads it. A failure is reported and costs only the next start's time.
-pub fn save(path: &Path, root: &Path, files: &HashMap<PathBuf, FileState<Guideline>>) {
+pub fn save(path: &Path, root: &Path, files: &FileMap) {
     let now = SystemTime::now();
     let mut kept: Vec<CachedFile<'_>> = files
         .iter()
@@ -143,7 +143,7 @@ pub fn save(path: &Path, root: &Path, files: &HashMap<PathBuf, FileState<Guideli
         .filter_map(|(p, f)| {
             let g = f.good.as_ref()?;
             Some(CachedFile {
-                path: Cow::Borrowed(p),
+                path: Cow::Borrowed(&p.0),
                 stamp: f.stamp,
                 hash: f.content_hash()?,
                 id: Cow::Borrowed(&g.id),
@@ -185,6 +185,7 @@ pub fn save(path: &Path, root: &Path, files: &HashMap<PathBuf, FileState<Guideli
 mod tests {
     use super::*;
     use crate::guidebook::Guidebook;
+    use std::path::PathBuf;
 
     fn write(root: &Path, dir: &str, id: &str, content: &str) -> PathBuf {
         let d = root.join(dir);

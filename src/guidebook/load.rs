@@ -617,10 +617,15 @@ fn walk_with(
 /// separator below every other byte, compared without parsing components at every step.
 fn path_order(a: &Path, b: &Path) -> std::cmp::Ordering {
     use std::os::unix::ffi::OsStrExt;
+    let (a, b) = (a.as_os_str().as_bytes(), b.as_os_str().as_bytes());
+    // Paths of one walk share long prefixes: skip the common one a machine word at a time
+    // (bytes mapped one by one made this sort a sixth of an idle check's CPU).
+    let mut same = 0;
+    while same + 8 <= a.len().min(b.len()) && a[same..same + 8] == b[same..same + 8] {
+        same += 8;
+    }
     let key = |&byte: &u8| if byte == b'/' { 0 } else { byte };
-    let a = a.as_os_str().as_bytes().iter().map(key);
-    let b = b.as_os_str().as_bytes().iter().map(key);
-    a.cmp(b)
+    a[same..].iter().map(key).cmp(b[same..].iter().map(key))
 }
 
 /// Below this many directories in a level, one thread lists them all.
@@ -917,13 +922,33 @@ mod tests {
     #[test]
     fn path_order_is_the_order_of_paths() {
         // Names that put a separator against every kind of byte around it.
-        let names = ["a", "a-b", "a.b", "ab", "a b", "b", "é", "A", "a0", "~"];
-        let mut paths = vec![PathBuf::from("/root")];
-        for x in names {
-            paths.push(Path::new("/root").join(x));
-            for y in names {
-                paths.push(Path::new("/root").join(x).join(y));
-                paths.push(Path::new("/root").join(x).join(y).join(GUIDELINE_FILE_NAME));
+        // Long names and roots too, so that prefixes of a word and more are skipped.
+        let names = [
+            "a",
+            "a-b",
+            "a.b",
+            "ab",
+            "a b",
+            "b",
+            "é",
+            "A",
+            "a0",
+            "~",
+            "abcdefgh",
+            "abcdefg",
+            "abcdefghi",
+            "abcdefg-i",
+            "abcdefgh/i",
+        ];
+        let mut paths = Vec::new();
+        for root in ["/root", "/a/longer/root-01"] {
+            paths.push(PathBuf::from(root));
+            for x in names {
+                paths.push(Path::new(root).join(x));
+                for y in names {
+                    paths.push(Path::new(root).join(x).join(y));
+                    paths.push(Path::new(root).join(x).join(y).join(GUIDELINE_FILE_NAME));
+                }
             }
         }
         for a in &paths {
