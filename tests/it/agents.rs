@@ -49,12 +49,59 @@ pub fn npm_cli((package, version, bin): (&str, &str, &str)) -> PathBuf {
     exe
 }
 
+/// `guidebook hooks install HOST_FLAG --hook-command <the shim>` for the user whose home is
+/// `home`; it must succeed.
+pub fn install_shim_hooks(home: &std::path::Path, host_flag: &str) {
+    let mut install = Command::new(guidebook_exe());
+    install
+        .env_clear()
+        .env("HOME", home)
+        .args(["hooks", "install", host_flag, "--hook-command"])
+        .arg(shim_exe());
+    let what = format!("guidebook hooks install {host_flag}");
+    let out = run_bounded(install, b"", &what);
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The guideline the real-agent tests expect in the next request: in scope for `acme/*`
 /// Kotlin files that launch in `GlobalScope`.
 pub const GLOBALSCOPE: &str =
     "id: kotlin-no-globalscope\nscope:\n  repositories: ['acme/*']\n  languages: [kotlin]\n\
     match:\n  any:\n    - regex:\n        pattern: 'GlobalScope\\.launch'\n\
     content: Do not launch in GlobalScope; use the component's own scope.\n";
+
+/// Where every real-agent test of the edit hook starts: a guidebook holding the GlobalScope
+/// guideline, a sidecar serving it, an `acme/orders` repository with its `origin`, and an
+/// empty home for the agent's user.
+pub struct Scene {
+    pub dir: tempfile::TempDir,
+    pub sidecar: Sidecar,
+    pub work: PathBuf,
+    pub home: PathBuf,
+}
+
+impl Scene {
+    pub fn orders() -> Scene {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("guidebook");
+        write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
+        let sidecar = Sidecar::start(&root);
+        let work = dir.path().join("orders");
+        git_repo(&work, Some("git@github.com:acme/orders.git"));
+        let home = dir.path().join("user");
+        std::fs::create_dir_all(&home).unwrap();
+        Scene {
+            dir,
+            sidecar,
+            work,
+            home,
+        }
+    }
+}
 
 /// `src/app.py` in `work` with the unused import (ruff F401) the breaker tests lint.
 pub fn python_with_an_unused_import(work: &std::path::Path) {

@@ -12,8 +12,8 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 
 use crate::agents::{
-    npm_cli, printed, python_with_an_unused_import, ruff_exe, sse, HungSidecar, MockServer,
-    CLAUDE_CODE, GLOBALSCOPE,
+    install_shim_hooks, npm_cli, printed, python_with_an_unused_import, ruff_exe, sse, HungSidecar,
+    MockServer, Scene, CLAUDE_CODE,
 };
 use crate::harness::*;
 
@@ -153,29 +153,13 @@ fn shown(request: &Value) -> usize {
 
 #[test]
 fn a_claude_code_write_puts_the_guideline_into_its_next_request_once_per_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("guidebook");
-    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
-    let sidecar = Sidecar::start(&root);
-    let work = dir.path().join("orders");
-    git_repo(&work, Some("git@github.com:acme/orders.git"));
-    let home = dir.path().join("user");
-    std::fs::create_dir_all(&home).unwrap();
-    let shim = shim_exe();
-    let mut install = Command::new(guidebook_exe());
-    install.env_clear().env("HOME", &home).args([
-        "hooks",
-        "install",
-        "--claude",
-        "--hook-command",
-        shim.to_str().unwrap(),
-    ]);
-    let out = run_bounded(install, b"", "guidebook hooks install --claude");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let Scene {
+        dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::orders();
+    install_shim_hooks(&home, "--claude");
 
     let jobs = work.join("src/main/kotlin/Jobs.kt");
     let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
@@ -336,14 +320,12 @@ fn breaker_scenario(mcp: bool) {
 /// with no hook error anywhere.
 #[test]
 fn the_mcp_tool_wiring_puts_the_guideline_into_the_next_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("guidebook");
-    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
-    let sidecar = Sidecar::start(&root);
-    let work = dir.path().join("orders");
-    git_repo(&work, Some("git@github.com:acme/orders.git"));
-    let home = dir.path().join("user");
-    std::fs::create_dir_all(&home).unwrap();
+    let Scene {
+        dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::orders();
     // The hooks reach the sidecar through the MCP server's own env, not through the agent's.
     let agent_socket = install_hooks(&home, &sidecar, true);
 

@@ -17,8 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::agents::{
-    npm_cli, python_with_an_unused_import, ruff_exe, sse, HungSidecar, MockServer, CODEX,
-    GLOBALSCOPE,
+    npm_cli, python_with_an_unused_import, ruff_exe, sse, HungSidecar, MockServer, Scene, CODEX,
 };
 use crate::harness::*;
 
@@ -293,18 +292,17 @@ fn developer_texts(request: &Value) -> Vec<String> {
 /// sidecar the agent finishes its task as if no hook were there.
 #[test]
 fn a_codex_edit_puts_the_guideline_into_its_next_request_once_per_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("guidebook");
-    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
-    let sidecar = Sidecar::start(&root);
-    let work = dir.path().join("orders");
-    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let Scene {
+        dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::orders();
     let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
     let mock = MockResponses::start(vec![
         apply_patch_call("1", &add_file("src/main/kotlin/Jobs.kt", kotlin)),
         apply_patch_call("2", &add_file("src/main/kotlin/More.kt", kotlin)),
     ]);
-    let home = dir.path().join("user");
     codex_user(&home, &mock, true);
 
     let out = codex_exec(&home, &work, &sidecar.socket, "add the jobs");
@@ -477,18 +475,17 @@ fn breaker_scenario(mcp: bool) {
 /// sidecar behind the MCP server leaves the task untouched.
 #[test]
 fn the_mcp_tool_wiring_is_trusted_and_puts_the_guideline_into_the_next_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("guidebook");
-    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
-    let sidecar = Sidecar::start(&root);
-    let work = dir.path().join("orders");
-    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let Scene {
+        dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::orders();
     let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
     let mock = MockResponses::start(vec![
         apply_patch_call("1", &add_file("src/main/kotlin/Jobs.kt", kotlin)),
         apply_patch_call("2", &add_file("src/main/kotlin/More.kt", kotlin)),
     ]);
-    let home = dir.path().join("user");
     let agent_socket = codex_mcp_user(&home, &mock, &sidecar.socket);
     let hooks = hooks_list(&home.join(".codex"), &work);
     assert!(

@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 
 use crate::agents::{
-    npm_cli, printed, python_with_an_unused_import, ruff_exe, HungSidecar, MockServer, GEMINI_CLI,
-    GLOBALSCOPE,
+    install_shim_hooks, npm_cli, printed, python_with_an_unused_import, ruff_exe, HungSidecar,
+    MockServer, Scene, GEMINI_CLI,
 };
 use crate::harness::*;
 
@@ -135,29 +135,14 @@ fn shown(request: &Value) -> usize {
 
 #[test]
 fn a_gemini_cli_write_puts_the_guideline_into_its_next_request_once_per_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("guidebook");
-    write_guideline(&root, "kotlin-no-globalscope", GLOBALSCOPE);
-    let sidecar = Sidecar::start(&root);
-    let work = dir.path().join("orders");
-    git_repo(&work, Some("git@github.com:acme/orders.git"));
-    let home = dir.path().join("user");
+    let Scene {
+        dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::orders();
     gemini_api_user(&home);
-    let shim = shim_exe();
-    let mut install = Command::new(guidebook_exe());
-    install.env_clear().env("HOME", &home).args([
-        "hooks",
-        "install",
-        "--gemini",
-        "--hook-command",
-        shim.to_str().unwrap(),
-    ]);
-    let out = run_bounded(install, b"", "guidebook hooks install --gemini");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install_shim_hooks(&home, "--gemini");
 
     let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
     let write = |rel: &str| {
@@ -242,21 +227,7 @@ fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
     python_with_an_unused_import(&work);
     let home = dir.path().join("user");
     gemini_api_user(&home);
-    let shim = shim_exe();
-    let mut install = Command::new(guidebook_exe());
-    install.env_clear().env("HOME", &home).args([
-        "hooks",
-        "install",
-        "--gemini",
-        "--hook-command",
-        shim.to_str().unwrap(),
-    ]);
-    let out = run_bounded(install, b"", "guidebook hooks install --gemini");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install_shim_hooks(&home, "--gemini");
 
     let lint = format!("{} check --no-cache src", ruff_exe().display());
     let run = || {
@@ -333,17 +304,7 @@ fn a_hung_sidecar_leaves_the_task_untouched_and_silent_within_the_default_budget
     git_repo(&work, Some("git@github.com:acme/orders.git"));
     let home = dir.path().join("user");
     gemini_api_user(&home);
-    let mut install = Command::new(guidebook_exe());
-    install
-        .env_clear()
-        .env("HOME", &home)
-        .args(["hooks", "install", "--gemini", "--hook-command"])
-        .arg(shim_exe());
-    assert!(
-        run_bounded(install, b"", "guidebook hooks install --gemini")
-            .status
-            .success()
-    );
+    install_shim_hooks(&home, "--gemini");
     let hung = HungSidecar::bind(dir.path().join("hung.sock"));
     let run = |file: &str, budget: &str| {
         let path = work.join(file);
