@@ -188,15 +188,11 @@ mod tests {
     use std::path::PathBuf;
 
     fn write(root: &Path, dir: &str, id: &str, content: &str) -> PathBuf {
-        let d = root.join(dir);
-        std::fs::create_dir_all(&d).unwrap();
-        let p = d.join("guideline.yaml");
-        std::fs::write(
-            &p,
-            format!("id: {id}\nscope:\n  languages: [kotlin]\nmatch:\n  any:\n    - regex:\n        pattern: '\\bOrderInvoiceImpl\\('\ncontent: {content}\n"),
+        crate::guidebook::write_test_guideline(
+            root,
+            dir,
+            &format!("id: {id}\nscope:\n  languages: [kotlin]\nmatch:\n  any:\n    - regex:\n        pattern: '\\bOrderInvoiceImpl\\('\ncontent: {content}\n"),
         )
-        .unwrap();
-        p
     }
 
     /// Files just written have stamps too recent to trust (and to cache): let them age.

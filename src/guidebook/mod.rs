@@ -72,3 +72,13 @@ pub struct Example {
     /// 1-based line of its list item in the file.
     pub line: Option<usize>,
 }
+
+/// Test support: `yaml` written as `root/dir/guideline.yaml` (directories created); its path.
+#[cfg(test)]
+pub(crate) fn write_test_guideline(root: &std::path::Path, dir: &str, yaml: &str) -> PathBuf {
+    let d = root.join(dir);
+    std::fs::create_dir_all(&d).unwrap();
+    let p = d.join(GUIDELINE_FILE_NAME);
+    std::fs::write(&p, yaml).unwrap();
+    p
+}

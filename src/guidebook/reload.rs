@@ -350,15 +350,11 @@ mod tests {
     use super::*;
 
     fn write(root: &Path, dir: &str, id: &str, pattern: &str) -> PathBuf {
-        let d = root.join(dir);
-        std::fs::create_dir_all(&d).unwrap();
-        let p = d.join("guideline.yaml");
-        std::fs::write(
-            &p,
-            format!("id: {id}\nmatch:\n  any:\n    - regex:\n        pattern: '{pattern}'\ncontent: {id} says {pattern}\n"),
+        crate::guidebook::write_test_guideline(
+            root,
+            dir,
+            &format!("id: {id}\nmatch:\n  any:\n    - regex:\n        pattern: '{pattern}'\ncontent: {id} says {pattern}\n"),
         )
-        .unwrap();
-        p
     }
 
     fn ids(gb: &Guidebook) -> Vec<String> {
