@@ -6,9 +6,10 @@
 //! deserialise (a missing key, an invalid regex) is parsed by serde_yaml too, so every error
 //! message, line and column is serde_yaml's.
 //!
-//! serde_yaml spends about 12 µs of CPU on a small guideline (its scanner, its event list and
-//! their allocations), a tenth of a 10,000-guideline load; this parser spends about 1 µs. The
-//! differential tests (here and in `tests/fuzz/`) hold both to the same result.
+//! serde_yaml's scanner, event list and their allocations were 13 % of a 10,000-guideline
+//! start's CPU; with this parser first, one thread parses those 10,000 files (patterns validated
+//! either way) in 228–351 ms against 320–482 ms. The differential test below holds both to the
+//! same result, and `tests/fuzz/` feeds the whole parse arbitrary input.
 
 use std::borrow::Cow;
 
