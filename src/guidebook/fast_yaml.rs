@@ -323,15 +323,11 @@ fn plain(rest: &str) -> Option<&str> {
     if "-?:,[]{}#&*!|>'\"%@`~+.0123456789".contains(first)
         || value.contains(": ")
         || value.ends_with(':')
-        || value.contains(" #")
     {
         return None;
     }
-    let lower = value.to_ascii_lowercase();
-    if matches!(
-        lower.as_str(),
-        "null" | "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n"
-    ) {
+    const NOT_STRINGS: [&str; 9] = ["null", "true", "false", "yes", "no", "on", "off", "y", "n"];
+    if NOT_STRINGS.iter().any(|w| value.eq_ignore_ascii_case(w)) {
         return None;
     }
     Some(value)
