@@ -151,37 +151,93 @@ impl<K: Width> Windows<K> {
         (Some(table), crowded)
     }
 
-    /// Calls `hit` for each occurrence of its literals in `content`.
-    fn scan(&self, literals: &[Vec<u8>], content: &[u8], hit: &mut impl FnMut(usize, usize)) {
-        let mut i = 0;
+    /// Whether window `w` may be indexed: its bit in the bitmap is set.
+    #[inline(always)]
+    fn may_hold(&self, w: K) -> bool {
+        let h = (w.hash() >> self.shift) as usize;
+        self.bitmap[h / 64] & (1 << (h % 64)) != 0
+    }
+
+    /// Calls `hit` for each literal indexed by window `w`, read at position `i` of `content`,
+    /// that occurs there. Taken only when [`Windows::may_hold`] says so.
+    #[inline(never)]
+    fn probe(
+        &self,
+        w: K,
+        i: usize,
+        literals: &[Vec<u8>],
+        content: &[u8],
+        hit: &mut impl FnMut(usize, usize),
+    ) {
+        // The 8 bytes before the window, whose last `offset` a candidate's must equal.
+        let before = match i.checked_sub(8) {
+            Some(from) => u64::load(&content[from..]),
+            None => bytes_before(content, i)
+                .checked_shl(8 * (8 - i as u32))
+                .unwrap_or(0),
+        };
+        for c in self.by_window.get(&w).into_iter().flatten() {
+            let offset = c.offset as usize;
+            let Some(start) = i.checked_sub(offset) else {
+                continue;
+            };
+            if offset > 0 && before >> (8 * 8usize.saturating_sub(offset)) != c.before {
+                continue;
+            }
+            let l = &literals[c.literal as usize];
+            if content.get(start..start + l.len()) == Some(l) {
+                hit(c.literal as usize, start);
+            }
+        }
+    }
+
+    /// Calls `hit` for each occurrence of its literals in `content` whose window is tried at
+    /// position `from` (a multiple of [`STRIDE`]) or later.
+    fn scan_from(
+        &self,
+        from: usize,
+        literals: &[Vec<u8>],
+        content: &[u8],
+        hit: &mut impl FnMut(usize, usize),
+    ) {
+        let mut i = from;
         while i + K::W <= content.len() {
             let w = K::load(&content[i..]);
-            let h = (w.hash() >> self.shift) as usize;
-            if self.bitmap[h / 64] & (1 << (h % 64)) != 0 {
-                // The 8 bytes before the window, whose last `offset` a candidate's must equal.
-                let before = match i.checked_sub(8) {
-                    Some(from) => u64::load(&content[from..]),
-                    None => bytes_before(content, i)
-                        .checked_shl(8 * (8 - i as u32))
-                        .unwrap_or(0),
-                };
-                for c in self.by_window.get(&w).into_iter().flatten() {
-                    let offset = c.offset as usize;
-                    let Some(start) = i.checked_sub(offset) else {
-                        continue;
-                    };
-                    if offset > 0 && before >> (8 * 8usize.saturating_sub(offset)) != c.before {
-                        continue;
-                    }
-                    let l = &literals[c.literal as usize];
-                    if content.get(start..start + l.len()) == Some(l) {
-                        hit(c.literal as usize, start);
-                    }
-                }
+            if self.may_hold(w) {
+                self.probe(w, i, literals, content, hit);
             }
             i += STRIDE;
         }
     }
+}
+
+/// Both tables in one pass over `content`, up to the last position a 16-byte window fits:
+/// an 8-byte window is the low half of the 16-byte one at the same position, so each position
+/// is loaded once and the loop runs once instead of twice. Returns the first position not
+/// tried, from which [`Windows::scan_from`] finishes the 8-byte table.
+fn scan_both(
+    w8: &Windows<u64>,
+    w16: &Windows<u128>,
+    literals: &[Vec<u8>],
+    content: &[u8],
+    hit: &mut impl FnMut(usize, usize),
+) -> usize {
+    let mut i = 0;
+    while i + 16 <= content.len() {
+        let wide = u128::load(&content[i..]);
+        let narrow = wide as u64;
+        let (in8, in16) = (w8.may_hold(narrow), w16.may_hold(wide));
+        if in8 | in16 {
+            if in8 {
+                w8.probe(narrow, i, literals, content, hit);
+            }
+            if in16 {
+                w16.probe(wide, i, literals, content, hit);
+            }
+        }
+        i += STRIDE;
+    }
+    i
 }
 
 /// Every literal of a matcher, ready to be found.
@@ -270,11 +326,14 @@ impl LiteralScan {
                 hit(numbers[m.pattern().as_usize()] as usize, m.start());
             }
         }
-        if let Some(t) = &self.w8 {
-            t.scan(&self.literals, content, &mut hit);
-        }
-        if let Some(t) = &self.w16 {
-            t.scan(&self.literals, content, &mut hit);
+        match (&self.w8, &self.w16) {
+            (Some(w8), Some(w16)) => {
+                let rest = scan_both(w8, w16, &self.literals, content, &mut hit);
+                w8.scan_from(rest, &self.literals, content, &mut hit);
+            }
+            (Some(w8), None) => w8.scan_from(0, &self.literals, content, &mut hit),
+            (None, Some(w16)) => w16.scan_from(0, &self.literals, content, &mut hit),
+            (None, None) => {}
         }
     }
 }
@@ -318,10 +377,16 @@ mod tests {
             "aaaaaaaa",
             "aaaaaaaaaaaaaaaaa",
             "é€ü",
+            "OrderInvoiceImplFactory(",
         ];
+        // The text ends with an 8-byte-window literal where no 16-byte window fits any more.
         let text = "OrderInvoiceImpl(aaaaaaaaaaaaaaaaa OrderInvoiceImpl(x) OrderInvoiceImpl OrderInv x.unwrap() \
-                    aaaaaaaaaaaaaaaaaaaa é€ü abcOrderInvoiceImpl(OrderInvoiceImpl(";
+                    aaaaaaaaaaaaaaaaaaaa é€ü OrderInvoiceImplFactory(y) abcOrderInvoiceImpl(OrderInvoiceImpl(";
         let scan = LiteralScan::new(literals.iter().map(|l| l.as_bytes().to_vec()).collect());
+        assert!(
+            scan.w8.is_some() && scan.w16.is_some(),
+            "both window widths are in use"
+        );
         let mut got = Vec::new();
         scan.for_each(text.as_bytes(), |k, start| got.push((k, start)));
         got.sort_unstable();
