@@ -137,6 +137,50 @@ struct SplitPattern {
     before: hybrid::dfa::DFA,
     caches: Mutex<Vec<hybrid::dfa::Cache>>,
     after: meta::Regex,
+    /// The literal that starts the pieces from the split on, when a word boundary (or word
+    /// end) follows it and it ends with an ASCII word character: a hit followed by another
+    /// ASCII word character cannot match, and is turned away without running either automaton.
+    /// On code full of near misses (`OrderImplBuilder` against `OrderImpl\b`) that is most hits,
+    /// and an automaton's first run after an idle pause touches several cold cache lines.
+    word_end: Option<Vec<u8>>,
+}
+
+/// The literal `parts` start with, if a word boundary or word end follows it and its last byte
+/// is an ASCII word character.
+fn literal_before_word_end(parts: &[Hir]) -> Option<Vec<u8>> {
+    use regex_syntax::hir::Look;
+    let [first, second, ..] = parts else {
+        return None;
+    };
+    let HirKind::Literal(literal) = first.kind() else {
+        return None;
+    };
+    let HirKind::Look(look) = second.kind() else {
+        return None;
+    };
+    let ends_word = matches!(
+        look,
+        Look::WordAscii
+            | Look::WordUnicode
+            | Look::WordEndAscii
+            | Look::WordEndUnicode
+            | Look::WordEndHalfAscii
+            | Look::WordEndHalfUnicode
+    );
+    let last = *literal.0.last()?;
+    (ends_word && is_ascii_word(last)).then(|| literal.0.to_vec())
+}
+
+fn is_ascii_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Whether `content` may have `literal` at `at` followed by the end of a word: false only when
+/// it certainly has not (another literal there, or an ASCII word character right after it).
+/// A non-ASCII byte after it is left to the automaton (Unicode word characters).
+fn may_end_word_at(content: &[u8], at: usize, literal: &[u8]) -> bool {
+    let end = at + literal.len();
+    content.get(at..end) == Some(literal) && !content.get(end).is_some_and(|&b| is_ascii_word(b))
 }
 
 impl SplitPattern {
@@ -146,6 +190,7 @@ impl SplitPattern {
             return None;
         };
         let before = Hir::concat(parts[..at].to_vec());
+        let word_end = literal_before_word_end(&parts[at..]);
         let after = Hir::concat(parts[at..].to_vec());
         let nfa = thompson::Compiler::new()
             .configure(
@@ -169,12 +214,18 @@ impl SplitPattern {
             before,
             caches: Mutex::new(Vec::new()),
             after,
+            word_end,
         })
     }
 
     /// Whether a match starts its literal at `at`; `None` when the backward automaton gave up
     /// (a Unicode word boundary next to a non-ASCII byte, say) and only the whole regex knows.
     fn matches_at(&self, content: &[u8], at: usize) -> Option<bool> {
+        if let Some(literal) = &self.word_end {
+            if !may_end_word_at(content, at, literal) {
+                return Some(false);
+            }
+        }
         let forward = Input::new(content).range(at..).anchored(Anchored::Yes);
         if !self.after.is_match(forward) {
             return Some(false);
@@ -764,6 +815,54 @@ mod tests {
         ] {
             assert_eq!(run(&m, text, &all), expected, "{text:?}");
         }
+    }
+
+    /// A literal followed by `\b` is turned away at once where an ASCII word character follows
+    /// it, and only there: every other hit still goes to the automata.
+    #[test]
+    fn a_split_literal_followed_by_a_word_character_is_turned_away_without_an_automaton() {
+        let build = |pattern: &str| {
+            let Index::Split { at, .. } = index_of(pattern) else {
+                panic!("{pattern} is split");
+            };
+            SplitPattern::build(pattern, at).expect("it builds")
+        };
+        for pattern in [
+            r"val\s+\w+\s*:\s*OrderImpl\b",
+            r"(?-u)val\s+\w+\s*:\s*OrderImpl\b",
+            r"val\s+\w+\s*:\s*OrderImpl\b{end}",
+        ] {
+            let split = build(pattern);
+            assert_eq!(
+                split.word_end.as_deref(),
+                Some(&b"OrderImpl"[..]),
+                "{pattern}"
+            );
+            let regex = regex::bytes::Regex::new(pattern).unwrap();
+            for text in [
+                "val x: OrderImplBuilder(x)",
+                "val x: OrderImpl_",
+                "val x: OrderImpl9",
+                "val x: OrderImpl",
+                "val x: OrderImpl(",
+                "val x: OrderImpl\u{e9}",
+                "val x: OrderImpl\u{2070}",
+            ] {
+                let at = text.find("OrderImpl").unwrap();
+                let turned_away = !may_end_word_at(text.as_bytes(), at, b"OrderImpl");
+                let next = text.as_bytes().get(at + 9).copied();
+                assert_eq!(turned_away, next.is_some_and(is_ascii_word), "{text:?}");
+                let found = split.matches_at(text.as_bytes(), at);
+                assert!(
+                    found.is_none_or(|f| f == regex.is_match(text.as_bytes())),
+                    "{pattern} in {text:?}: {found:?}"
+                );
+            }
+        }
+        // No word end after the literal, or a literal ending in punctuation: no shortcut.
+        assert_eq!(build(r"val\s+\w+\s*:\s*OrderImpl").word_end, None);
+        assert_eq!(build(r"val\s+\w+\s*:\s*OrderImpl\B").word_end, None);
+        assert_eq!(build(r"val\s+\w+\s*=\s*OrderImpl\(\b").word_end, None);
     }
 
     /// A company-wide guidebook repeats patterns across guidelines: every guideline of a
