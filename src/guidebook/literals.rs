@@ -31,23 +31,49 @@ const MAX_BITS: u32 = 24;
 /// A literal of `L ≥ W + STRIDE - 1` bytes is indexed by the `STRIDE` windows that end at its
 /// last `STRIDE` bytes (`window_offsets`): of the window positions an occurrence covers,
 /// exactly one in every `STRIDE` consecutive ones is tried, so each occurrence is found once.
+///
+/// A set bit sends the position to the table of windows, laid out so that a lookup touches few
+/// cache lines, since after an idle pause each one is a miss: the slot (the window itself and
+/// where its candidates are), the candidates side by side, and the literal's bytes in one
+/// array. (A `HashMap<K, Vec<Candidate>>` and a `Vec` per literal took five lines, and those
+/// lookups were as much of a sidecar's CPU as the loop over the text.)
 #[derive(Debug)]
 struct Windows<K> {
     /// `64 - log2(bitmap bits)`: a hash's top bits pick its bit.
     shift: u32,
     bitmap: Vec<u64>,
-    /// Each window, exactly, and the literals with it.
-    by_window: HashMap<K, Vec<Candidate>, FastHash>,
+    /// Open addressing with linear probing, a power of two long, at most two-thirds full: a
+    /// window's slot starts at its hash's bits from [`SLOT_SHIFT`] on.
+    slots: Vec<Slot<K>>,
+    /// Each window's candidates, contiguous.
+    candidates: Vec<Candidate>,
+    /// The bytes of every literal in the table, one after another.
+    bytes: Vec<u8>,
 }
+
+/// A window of the table and its candidates, `candidates[first..first + count]`; a count of 0
+/// is an empty slot.
+#[derive(Debug, Clone, Copy)]
+struct Slot<K> {
+    window: K,
+    first: u32,
+    count: u32,
+}
+
+/// Where a window's slot search starts: bits of its hash below those the bitmap uses.
+const SLOT_SHIFT: u32 = 16;
 
 /// A literal that has a window at `offset`, and up to 8 of its bytes before the window (as a
 /// little-endian number): one comparison turns away most of the literals that share a window
-/// (the same words after another first word) before any is compared in full.
+/// (the same words after another first word) before any is compared in full. Its bytes are
+/// `bytes[at..at + len]` of its table.
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
     literal: u32,
     offset: u32,
     before: u64,
+    at: u32,
+    len: u32,
 }
 
 /// The bytes of `b` before `at`, at most 8 of them, as a little-endian number.
@@ -111,7 +137,10 @@ impl<K: Width> Windows<K> {
     /// it, and the literals left out because they would crowd a window past [`MAX_SHARING`].
     fn new(literals: &[(u32, &[u8])]) -> (Option<Self>, Vec<u32>) {
         let mut by_window: HashMap<K, Vec<Candidate>, FastHash> = HashMap::default();
+        let mut bytes = Vec::new();
         for &(k, l) in literals {
+            let at = bytes.len() as u32;
+            bytes.extend_from_slice(l);
             for offset in window_offsets(l.len(), K::W) {
                 by_window
                     .entry(K::load(&l[offset..]))
@@ -120,6 +149,8 @@ impl<K: Width> Windows<K> {
                         literal: k,
                         offset: offset as u32,
                         before: bytes_before(l, offset),
+                        at,
+                        len: l.len() as u32,
                     });
             }
         }
@@ -143,12 +174,59 @@ impl<K: Width> Windows<K> {
             let h = (Width::hash(*w) >> shift) as usize;
             bitmap[h / 64] |= 1 << (h % 64);
         }
+        // Always more slots than windows, so that every search meets an empty one.
+        let len = (by_window.len() * 3 / 2 + 1).next_power_of_two();
+        let empty = Slot {
+            window: K::load(&[0; 16]),
+            first: 0,
+            count: 0,
+        };
+        let mut slots = vec![empty; len];
+        let mut candidates = Vec::new();
+        for (window, list) in by_window {
+            let mut s = Self::slot_start(window, len);
+            while slots[s].count != 0 {
+                s = (s + 1) & (len - 1);
+            }
+            slots[s] = Slot {
+                window,
+                first: candidates.len() as u32,
+                count: list.len() as u32,
+            };
+            candidates.extend(list);
+        }
         let table = Windows {
             shift,
             bitmap,
-            by_window,
+            slots,
+            candidates,
+            bytes,
         };
         (Some(table), crowded)
+    }
+
+    /// Where the slot search for `window` starts in a table of `len` slots.
+    #[inline(always)]
+    fn slot_start(window: K, len: usize) -> usize {
+        (window.hash() >> SLOT_SHIFT) as usize & (len - 1)
+    }
+
+    /// The candidates of window `w`, if it is in the table.
+    #[inline(always)]
+    fn candidates_of(&self, w: K) -> &[Candidate] {
+        let mask = self.slots.len() - 1;
+        let mut s = Self::slot_start(w, self.slots.len());
+        loop {
+            let slot = &self.slots[s & mask];
+            if slot.count == 0 {
+                return &[];
+            }
+            if slot.window == w {
+                let first = slot.first as usize;
+                return &self.candidates[first..first + slot.count as usize];
+            }
+            s += 1;
+        }
     }
 
     /// Whether window `w` may be indexed: its bit in the bitmap is set.
@@ -161,14 +239,7 @@ impl<K: Width> Windows<K> {
     /// Calls `hit` for each literal indexed by window `w`, read at position `i` of `content`,
     /// that occurs there. Taken only when [`Windows::may_hold`] says so.
     #[inline(never)]
-    fn probe(
-        &self,
-        w: K,
-        i: usize,
-        literals: &[Vec<u8>],
-        content: &[u8],
-        hit: &mut impl FnMut(usize, usize),
-    ) {
+    fn probe(&self, w: K, i: usize, content: &[u8], hit: &mut impl FnMut(usize, usize)) {
         // The 8 bytes before the window, whose last `offset` a candidate's must equal.
         let before = match i.checked_sub(8) {
             Some(from) => u64::load(&content[from..]),
@@ -176,7 +247,7 @@ impl<K: Width> Windows<K> {
                 .checked_shl(8 * (8 - i as u32))
                 .unwrap_or(0),
         };
-        for c in self.by_window.get(&w).into_iter().flatten() {
+        for c in self.candidates_of(w) {
             let offset = c.offset as usize;
             let Some(start) = i.checked_sub(offset) else {
                 continue;
@@ -184,7 +255,7 @@ impl<K: Width> Windows<K> {
             if offset > 0 && before >> (8 * 8usize.saturating_sub(offset)) != c.before {
                 continue;
             }
-            let l = &literals[c.literal as usize];
+            let l = &self.bytes[c.at as usize..(c.at + c.len) as usize];
             if content.get(start..start + l.len()) == Some(l) {
                 hit(c.literal as usize, start);
             }
@@ -193,18 +264,12 @@ impl<K: Width> Windows<K> {
 
     /// Calls `hit` for each occurrence of its literals in `content` whose window is tried at
     /// position `from` (a multiple of [`STRIDE`]) or later.
-    fn scan_from(
-        &self,
-        from: usize,
-        literals: &[Vec<u8>],
-        content: &[u8],
-        hit: &mut impl FnMut(usize, usize),
-    ) {
+    fn scan_from(&self, from: usize, content: &[u8], hit: &mut impl FnMut(usize, usize)) {
         let mut i = from;
         while i + K::W <= content.len() {
             let w = K::load(&content[i..]);
             if self.may_hold(w) {
-                self.probe(w, i, literals, content, hit);
+                self.probe(w, i, content, hit);
             }
             i += STRIDE;
         }
@@ -218,7 +283,6 @@ impl<K: Width> Windows<K> {
 fn scan_both(
     w8: &Windows<u64>,
     w16: &Windows<u128>,
-    literals: &[Vec<u8>],
     content: &[u8],
     hit: &mut impl FnMut(usize, usize),
 ) -> usize {
@@ -229,10 +293,10 @@ fn scan_both(
         let (in8, in16) = (w8.may_hold(narrow), w16.may_hold(wide));
         if in8 | in16 {
             if in8 {
-                w8.probe(narrow, i, literals, content, hit);
+                w8.probe(narrow, i, content, hit);
             }
             if in16 {
-                w16.probe(wide, i, literals, content, hit);
+                w16.probe(wide, i, content, hit);
             }
         }
         i += STRIDE;
@@ -243,7 +307,8 @@ fn scan_both(
 /// Every literal of a matcher, ready to be found.
 #[derive(Debug)]
 pub struct LiteralScan {
-    literals: Vec<Vec<u8>>,
+    /// How many literals it holds (each table keeps its own literals' bytes).
+    count: usize,
     /// The literals shorter than [`MIN_W8`] bytes or crowding a window, and their numbers.
     short: Option<(AhoCorasick, Vec<u32>)>,
     /// Literals of [`MIN_W8`] bytes or more by 8-byte windows, of [`MIN_W16`] or more by
@@ -306,16 +371,16 @@ impl LiteralScan {
             (automaton, short)
         });
         LiteralScan {
+            count: literals.len(),
             short,
             w8,
             w16,
-            literals,
         }
     }
 
     /// How many literals it holds.
     pub fn len(&self) -> usize {
-        self.literals.len()
+        self.count
     }
 
     /// Calls `hit(k, start)` for every occurrence of every literal `k` in `content`, overlapping
@@ -328,11 +393,11 @@ impl LiteralScan {
         }
         match (&self.w8, &self.w16) {
             (Some(w8), Some(w16)) => {
-                let rest = scan_both(w8, w16, &self.literals, content, &mut hit);
-                w8.scan_from(rest, &self.literals, content, &mut hit);
+                let rest = scan_both(w8, w16, content, &mut hit);
+                w8.scan_from(rest, content, &mut hit);
             }
-            (Some(w8), None) => w8.scan_from(0, &self.literals, content, &mut hit),
-            (None, Some(w16)) => w16.scan_from(0, &self.literals, content, &mut hit),
+            (Some(w8), None) => w8.scan_from(0, content, &mut hit),
+            (None, Some(w16)) => w16.scan_from(0, content, &mut hit),
             (None, None) => {}
         }
     }
@@ -420,6 +485,25 @@ mod tests {
         got.sort_unstable();
         assert_eq!(got, naive(&refs, &text));
         assert_eq!(got.len(), 2);
+    }
+
+    /// A literal whose windows are all the same makes a table of one window: a window that
+    /// only shares its bit must still find an empty slot and nothing in it.
+    #[test]
+    fn a_table_of_one_window_answers_a_window_that_only_shares_its_bit() {
+        let scan = LiteralScan::new(vec![b"aaaaaaaaaaa".to_vec()]);
+        let table = scan.w8.as_ref().expect("an 8-byte table");
+        assert_eq!(table.slots.iter().filter(|s| s.count > 0).count(), 1);
+        assert!(table.slots.len() > 1);
+        let collision = (0u64..)
+            .map(|n| n.wrapping_mul(0x2545_f491_4f6c_dd1d))
+            .find(|&w| w != u64::load(b"aaaaaaaa") && table.may_hold(w))
+            .expect("some window shares the bit");
+        assert!(table.candidates_of(collision).is_empty());
+        let text = [&collision.to_le_bytes()[..], b" aaaaaaaaaaa"].concat();
+        let mut got = Vec::new();
+        scan.for_each(&text, |k, start| got.push((k, start)));
+        assert_eq!(got, vec![(0, 9)]);
     }
 
     #[test]

@@ -53,6 +53,9 @@ fn file() -> impl Strategy<Value = String> {
         1 => Just("-".to_string()),
         1 => "[0-9]{1,4}",
         1 => "[a-z]{1,3}",
+        // A Unicode word character and a non-word one, next to which `\b` is decided by the
+        // automata, not by the ASCII shortcut.
+        1 => prop::sample::select(&["é", "€"][..]).prop_map(str::to_string),
     ];
     prop::collection::vec(token, 0..120).prop_map(|t| t.concat())
 }
