@@ -10,7 +10,9 @@
 //!   of them): the patterns that share the same prefixes form a group, compiled into one small
 //!   automaton on first need, and run anchored where the literal starts (look-behind such as
 //!   `\b` still sees the bytes before it), so a confirmation costs the length of a match, not
-//!   of the file;
+//!   of the file. A group whose patterns are each one literal with at most a word boundary on
+//!   either side (`\bOrderInvoiceImpl\(`, `server\.port`) needs no automaton: the bytes next
+//!   to the hit decide it wherever they are ASCII;
 //! - **over the file** when the most selective literal lies inside the pattern
 //!   (`val\s+\w+\s*:\s*OrderInvoiceImpl\b`): the pattern's own regex, compiled on first need,
 //!   once per file it is a candidate in.
@@ -347,6 +349,83 @@ fn set_config(use_: Use, patterns: usize) -> meta::Config {
         ))
 }
 
+/// A pattern that is one literal with at most a word boundary (`\b`) on either side: a hit of
+/// its literal is a match exactly when the boundaries hold, which the bytes next to the hit
+/// decide when they are ASCII (`\bOrderImpl\(` at `XOrderImpl(` does not match). Common in
+/// guidebooks (`server\.port`, `\bFooImpl\(`), and decided with no automaton, whose first
+/// run after an idle pause touches several cold cache lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Plain {
+    literal: Vec<u8>,
+    boundary_before: bool,
+    boundary_after: bool,
+}
+
+impl Plain {
+    /// `pattern` as a plain literal, if it is one.
+    fn of(pattern: &str) -> Option<Plain> {
+        use regex_syntax::hir::Look;
+        let hir = parse(pattern)?;
+        let parts = match hir.kind() {
+            HirKind::Concat(parts) => parts.as_slice(),
+            _ => std::slice::from_ref(&hir),
+        };
+        let word = |h: &Hir| matches!(h.kind(), HirKind::Look(Look::WordAscii | Look::WordUnicode));
+        let (boundary_before, parts) = match parts {
+            [first, rest @ ..] if word(first) => (true, rest),
+            _ => (false, parts),
+        };
+        let (boundary_after, parts) = match parts {
+            [rest @ .., last] if word(last) => (true, rest),
+            _ => (false, parts),
+        };
+        let [only] = parts else {
+            return None;
+        };
+        let HirKind::Literal(literal) = only.kind() else {
+            return None;
+        };
+        Some(Plain {
+            literal: literal.0.to_vec(),
+            boundary_before,
+            boundary_after,
+        })
+    }
+
+    /// Whether a match starts at `at`; `None` when a boundary has a non-ASCII byte on either
+    /// side (a Unicode word character, perhaps), which only the regex decides.
+    fn matches_at(&self, content: &[u8], at: usize) -> Option<bool> {
+        let end = at + self.literal.len();
+        if content.get(at..end) != Some(self.literal.as_slice()) {
+            return Some(false);
+        }
+        // A word boundary between two bytes (`None` at either end of the content).
+        let boundary = |before: Option<u8>, after: Option<u8>| -> Option<bool> {
+            let word = |b: Option<u8>| match b {
+                None => Some(false),
+                Some(b) if b.is_ascii() => Some(is_ascii_word(b)),
+                Some(_) => None,
+            };
+            Some(word(before)? != word(after)?)
+        };
+        let at_start = || boundary(at.checked_sub(1).map(|i| content[i]), Some(content[at]));
+        let at_end = || boundary(Some(content[end - 1]), content.get(end).copied());
+        if self.boundary_before && !at_start()? || self.boundary_after && !at_end()? {
+            return Some(false);
+        }
+        Some(true)
+    }
+}
+
+/// How a group of patterns sharing their prefixes is confirmed at a hit.
+#[derive(Debug)]
+enum GroupConfirm {
+    /// Every member is a plain literal (in the group's order).
+    Plain(Vec<Plain>),
+    /// One automaton over the members, run anchored at the hit.
+    Set(meta::Regex),
+}
+
 /// Compiled things by key, at most [`CONFIRM_CACHE`] of them.
 #[derive(Debug)]
 struct Bounded<T>(Mutex<HashMap<u32, Arc<T>>>);
@@ -408,7 +487,7 @@ pub struct PatternMatcher {
     /// by one.
     sets: Vec<(meta::Regex, Vec<u32>)>,
     one_by_one: Vec<u32>,
-    anchored: Bounded<meta::Regex>,
+    anchored: Bounded<GroupConfirm>,
     split: Bounded<SplitPattern>,
     whole: Bounded<Regex>,
 }
@@ -579,14 +658,36 @@ impl PatternMatcher {
                     if !live {
                         continue;
                     }
-                    let Some(set) = self.anchored.get(g, || {
+                    let Some(confirm) = self.anchored.get(g, || {
                         let sources: Vec<&str> = members
                             .iter()
                             .map(|&p| self.sources[p as usize].as_str())
                             .collect();
-                        build_set(&sources, Use::Anchored).ok()
+                        match sources.iter().map(|s| Plain::of(s)).collect() {
+                            Some(plain) => Some(GroupConfirm::Plain(plain)),
+                            None => build_set(&sources, Use::Anchored)
+                                .ok()
+                                .map(GroupConfirm::Set),
+                        }
                     }) else {
                         continue;
+                    };
+                    let set = match &*confirm {
+                        GroupConfirm::Set(set) => set,
+                        GroupConfirm::Plain(plain) => {
+                            for (&p, plain) in members.iter().zip(plain) {
+                                if !wanted(p, hit) {
+                                    continue;
+                                }
+                                let matched = match plain.matches_at(content, start) {
+                                    Some(matched) => matched,
+                                    None => self.confirmed(p, content),
+                                };
+                                let g = self.owners[p as usize] as usize;
+                                hit[g] |= matched && applicable[g];
+                            }
+                            continue;
+                        }
                     };
                     if found.capacity() < members.len() {
                         found = PatternSet::new(members.len());
@@ -863,6 +964,84 @@ mod tests {
         assert_eq!(build(r"val\s+\w+\s*:\s*OrderImpl").word_end, None);
         assert_eq!(build(r"val\s+\w+\s*:\s*OrderImpl\B").word_end, None);
         assert_eq!(build(r"val\s+\w+\s*=\s*OrderImpl\(\b").word_end, None);
+    }
+
+    #[test]
+    fn plain_literal_patterns_are_decided_at_the_hit_as_the_regex_crate_decides() {
+        assert_eq!(
+            Plain::of(r"\bOrderImpl\("),
+            Some(Plain {
+                literal: b"OrderImpl(".to_vec(),
+                boundary_before: true,
+                boundary_after: false,
+            })
+        );
+        assert_eq!(
+            Plain::of(r"server\.port").map(|p| p.literal),
+            Some(b"server.port".to_vec())
+        );
+        assert!(Plain::of(r"\bFoo\b").is_some_and(|p| p.boundary_before && p.boundary_after));
+        for not_plain in [
+            r"\bAKIA[0-9A-Z]{16}\b",
+            r"(?i)server\.port",
+            r"\bFoo\.\w+\(",
+            r"\BFoo",
+            r"^Foo",
+            r"\(\bxyz",
+            r"\b",
+        ] {
+            assert_eq!(Plain::of(not_plain), None, "{not_plain}");
+        }
+        let patterns = [
+            r"\bOrderImpl\(",
+            r"server\.port",
+            r"\bFooBar\b",
+            r"(?-u)\bBarBaz\b",
+            r"\bzz_top\b",
+        ];
+        let m = PatternMatcher::build(
+            patterns
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i as u32, p.to_string()))
+                .collect(),
+        );
+        let regexes: Vec<regex::bytes::Regex> = patterns
+            .iter()
+            .map(|p| regex::bytes::Regex::new(p).unwrap())
+            .collect();
+        let all = [true; 5];
+        for text in [
+            "XOrderImpl(x)",
+            "OrderImpl(",
+            "  val a = OrderImpl(x)",
+            "\u{e9}OrderImpl(x)",
+            "\u{20ac}OrderImpl(x)",
+            "FooBar",
+            "FooBarBaz FooBar_",
+            "a FooBar.",
+            "FooBar\u{e9}",
+            "FooBar\u{20ac} ",
+            "_FooBar",
+            "9FooBar",
+            "server.port=1",
+            "xserver.porty",
+            "BarBaz\u{e9}",
+            "\u{e9}BarBaz",
+            "BarBaz1 BarBaz",
+            "zz_top",
+            "zz_topper zz_top\n",
+        ] {
+            let expected: Vec<bool> = regexes
+                .iter()
+                .map(|r| r.is_match(text.as_bytes()))
+                .collect();
+            assert_eq!(run(&m, text, &all), expected, "{text:?}");
+        }
+        // Every group was confirmed without an automaton.
+        let kept = m.anchored.0.lock().unwrap();
+        assert_eq!(kept.len(), 5);
+        assert!(kept.values().all(|c| matches!(**c, GroupConfirm::Plain(_))));
     }
 
     /// A company-wide guidebook repeats patterns across guidelines: every guideline of a
