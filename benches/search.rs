@@ -60,8 +60,8 @@ fn bench(c: &mut Criterion) {
         b.iter(|| engine.evaluate(&snapshot, &path_refs, false))
     });
     // The same evaluation after 4 ms of idling, as a hook finds the sidecar between edits:
-    // what back-to-back iterations keep warm (caches, the helper thread awake, the core's
-    // clock) is gone.
+    // what back-to-back iterations keep warm (the caches, the helper thread awake) is gone.
+    // The core keeps its clock (docs/benchmarks.md).
     g.bench_function("evaluate_only_after_4ms_idle", |b| {
         b.iter_custom(|iters| {
             let mut total = std::time::Duration::ZERO;

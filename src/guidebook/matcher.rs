@@ -31,6 +31,7 @@ use regex_automata::{hybrid, meta};
 use regex_automata::{Anchored, Input, MatchKind, PatternSet};
 use regex_syntax::hir::literal::{Extractor, Seq};
 use regex_syntax::hir::{Hir, HirKind};
+use regex_syntax::is_word_byte;
 
 use super::literals::LiteralScan;
 use super::load::FastHash;
@@ -139,17 +140,19 @@ struct SplitPattern {
     before: hybrid::dfa::DFA,
     caches: Mutex<Vec<hybrid::dfa::Cache>>,
     after: meta::Regex,
-    /// The literal that starts the pieces from the split on, when a word boundary (or word
-    /// end) follows it and it ends with an ASCII word character: a hit followed by another
-    /// ASCII word character cannot match, and is turned away without running either automaton.
-    /// On code full of near misses (`OrderImplBuilder` against `OrderImpl\b`) that is most hits,
-    /// and an automaton's first run after an idle pause touches several cold cache lines.
-    word_end: Option<Vec<u8>>,
+    /// The literal that starts the pieces from the split on, as a [`Plain`] literal with a
+    /// boundary after it, when a word boundary (or word end) follows it and it ends with an
+    /// ASCII word character: a hit the plain literal turns down (followed by another ASCII word
+    /// character) cannot match, and is turned away without running either automaton. On code
+    /// full of near misses (`OrderImplBuilder` against `OrderImpl\b`) that is most hits, and an
+    /// automaton's first run after an idle pause touches several cold cache lines.
+    word_end: Option<Plain>,
 }
 
-/// The literal `parts` start with, if a word boundary or word end follows it and its last byte
-/// is an ASCII word character.
-fn literal_before_word_end(parts: &[Hir]) -> Option<Vec<u8>> {
+/// The literal `parts` start with, as a plain literal with a boundary after it, if a word
+/// boundary or word end follows it and its last byte is an ASCII word character (where a word
+/// end and a word boundary are the same test).
+fn literal_before_word_end(parts: &[Hir]) -> Option<Plain> {
     use regex_syntax::hir::Look;
     let [first, second, ..] = parts else {
         return None;
@@ -170,19 +173,11 @@ fn literal_before_word_end(parts: &[Hir]) -> Option<Vec<u8>> {
             | Look::WordEndHalfUnicode
     );
     let last = *literal.0.last()?;
-    (ends_word && is_ascii_word(last)).then(|| literal.0.to_vec())
-}
-
-fn is_ascii_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
-/// Whether `content` may have `literal` at `at` followed by the end of a word: false only when
-/// it certainly has not (another literal there, or an ASCII word character right after it).
-/// A non-ASCII byte after it is left to the automaton (Unicode word characters).
-fn may_end_word_at(content: &[u8], at: usize, literal: &[u8]) -> bool {
-    let end = at + literal.len();
-    content.get(at..end) == Some(literal) && !content.get(end).is_some_and(|&b| is_ascii_word(b))
+    (ends_word && is_word_byte(last)).then(|| Plain {
+        literal: literal.0.to_vec(),
+        boundary_before: false,
+        boundary_after: true,
+    })
 }
 
 impl SplitPattern {
@@ -223,8 +218,8 @@ impl SplitPattern {
     /// Whether a match starts its literal at `at`; `None` when the backward automaton gave up
     /// (a Unicode word boundary next to a non-ASCII byte, say) and only the whole regex knows.
     fn matches_at(&self, content: &[u8], at: usize) -> Option<bool> {
-        if let Some(literal) = &self.word_end {
-            if !may_end_word_at(content, at, literal) {
+        if let Some(word_end) = &self.word_end {
+            if word_end.matches_at(content, at) == Some(false) {
                 return Some(false);
             }
         }
@@ -403,7 +398,7 @@ impl Plain {
         let boundary = |before: Option<u8>, after: Option<u8>| -> Option<bool> {
             let word = |b: Option<u8>| match b {
                 None => Some(false),
-                Some(b) if b.is_ascii() => Some(is_ascii_word(b)),
+                Some(b) if b.is_ascii() => Some(is_word_byte(b)),
                 Some(_) => None,
             };
             Some(word(before)? != word(after)?)
@@ -934,11 +929,8 @@ mod tests {
             r"val\s+\w+\s*:\s*OrderImpl\b{end}",
         ] {
             let split = build(pattern);
-            assert_eq!(
-                split.word_end.as_deref(),
-                Some(&b"OrderImpl"[..]),
-                "{pattern}"
-            );
+            let word_end = split.word_end.as_ref().expect("a word end");
+            assert_eq!(word_end.literal, b"OrderImpl", "{pattern}");
             let regex = regex::bytes::Regex::new(pattern).unwrap();
             for text in [
                 "val x: OrderImplBuilder(x)",
@@ -950,9 +942,9 @@ mod tests {
                 "val x: OrderImpl\u{2070}",
             ] {
                 let at = text.find("OrderImpl").unwrap();
-                let turned_away = !may_end_word_at(text.as_bytes(), at, b"OrderImpl");
+                let turned_away = word_end.matches_at(text.as_bytes(), at) == Some(false);
                 let next = text.as_bytes().get(at + 9).copied();
-                assert_eq!(turned_away, next.is_some_and(is_ascii_word), "{text:?}");
+                assert_eq!(turned_away, next.is_some_and(is_word_byte), "{text:?}");
                 let found = split.matches_at(text.as_bytes(), at);
                 assert!(
                     found.is_none_or(|f| f == regex.is_match(text.as_bytes())),
