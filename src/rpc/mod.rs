@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use guidebook_hook::protocol::method;
-use jsonrpsee::types::Params;
+use jsonrpsee::types::{ErrorCode, ErrorObjectOwned, Params};
 use jsonrpsee::RpcModule;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -35,10 +35,10 @@ pub use errors::RpcError;
 /// The registration table: every method the sidecar answers, and the handler behind it. The
 /// names come from the protocol every client builds its requests with.
 ///
-/// Handlers that touch files or SQLite run on tokio's blocking pool so that they never stall
-/// the reactor that accepts connections; so does `buildPrompt` (CPU only, but a task near the
-/// 1 MiB body limit takes milliseconds to encode) and every flag method (a `stat` per call, and
-/// sometimes a read or a write).
+/// Handlers that touch files or SQLite run off the reactor ([`off_the_reactor`]) so that they
+/// never stall the tasks that accept connections; so does `buildPrompt` (CPU only, but a task
+/// near the 1 MiB body limit takes milliseconds to encode) and every flag method (a `stat` per
+/// call, and sometimes a read or a write).
 pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
     let mut m = RpcModule::from_arc(engine);
     blocking(&mut m, method::SEARCH, search::handle);
@@ -83,8 +83,9 @@ pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
     m
 }
 
-/// Registers `handle` for `name` on the blocking pool: params parsed into `P` (errors naming
-/// the param), the time the request arrived for deadlines, errors mapped in one place.
+/// Registers `handle` for `name`, run off the reactor (see [`off_the_reactor`]): params parsed
+/// into `P` (errors naming the param), the time the request arrived for deadlines, errors
+/// mapped in one place.
 fn blocking<P, R>(
     m: &mut RpcModule<Engine>,
     name: &'static str,
@@ -93,13 +94,36 @@ fn blocking<P, R>(
     P: DeserializeOwned + 'static,
     R: Serialize + Clone + Send + 'static,
 {
-    m.register_blocking_method(name, move |p, e, _| {
+    m.register_async_method(name, move |p, e, _| async move {
         let received = Instant::now();
-        parse(&p)
-            .and_then(|p| handle(&e, p, received))
-            .map_err(RpcError::into_object)
+        off_the_reactor(move || {
+            parse(&p)
+                .and_then(|p| handle(&e, p, received))
+                .map_err(RpcError::into_object)
+        })
+        .await
     })
     .expect("unique method name");
+}
+
+/// Runs `f`, which may block, without stalling the tasks that accept and serve connections. On
+/// the daemon's multi-threaded runtime it runs right here (`block_in_place`): the runtime hands
+/// this thread's other tasks to a fresh worker, and the request is not handed to another
+/// thread and back, which after an idle pause cost two wake-ups, about a tenth of a
+/// millisecond of every call. Elsewhere (a single-threaded runtime) it goes to the blocking
+/// pool. A panic in `f` is a bug; the caller gets an internal error, the daemon goes on.
+async fn off_the_reactor<R: Send + 'static>(
+    f: impl FnOnce() -> Result<R, ErrorObjectOwned> + Send + 'static,
+) -> Result<R, ErrorObjectOwned> {
+    let internal = || ErrorObjectOwned::from(ErrorCode::InternalError);
+    match tokio::runtime::Handle::current().runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| internal())?
+        }),
+        _ => tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|_| internal())?,
+    }
 }
 
 /// Parses a method's params: always one JSON object with camelCase keys. Absent params count as
@@ -166,4 +190,66 @@ pub(crate) fn absolute_paths(paths: &[String]) -> Result<(), RpcError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread() -> std::thread::ThreadId {
+        std::thread::current().id()
+    }
+
+    #[test]
+    fn on_the_daemons_runtime_a_handler_runs_on_the_thread_that_received_it() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let (received, ran) = runtime.block_on(async {
+            tokio::spawn(async {
+                let received = thread();
+                let ran = off_the_reactor(|| Ok(thread())).await.unwrap();
+                (received, ran)
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(received, ran, "handed to another thread");
+        // Meanwhile the runtime goes on serving other tasks.
+        let served = runtime.block_on(async {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let blocked = tokio::spawn(off_the_reactor(move || {
+                let answer: Result<u8, _> = rx
+                    .blocking_recv()
+                    .map_err(|_| ErrorObjectOwned::from(ErrorCode::InternalError));
+                answer
+            }));
+            // This task needs a worker while the other one blocks its thread.
+            tokio::spawn(async move { tx.send(7).unwrap() })
+                .await
+                .unwrap();
+            blocked.await.unwrap()
+        });
+        assert_eq!(served.unwrap(), 7);
+    }
+
+    #[test]
+    fn a_panicking_handler_is_an_internal_error_on_either_runtime() {
+        let multi = tokio::runtime::Builder::new_multi_thread().build().unwrap();
+        let single = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for runtime in [multi, single] {
+            let answer = runtime.block_on(async {
+                tokio::spawn(off_the_reactor(|| -> Result<(), _> { panic!("a bug") }))
+                    .await
+                    .unwrap()
+            });
+            assert_eq!(answer.unwrap_err().code(), ErrorCode::InternalError.code());
+            // And a handler that does not panic is answered, off the reactor there too.
+            let ok = runtime.block_on(off_the_reactor(|| Ok(5)));
+            assert_eq!(ok.unwrap(), 5);
+        }
+    }
 }

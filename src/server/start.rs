@@ -99,7 +99,8 @@ pub fn start<F: Future<Output = ()>>(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("guidebook")
-        // Searches run on the blocking pool, and every thread that scans keeps its own
+        // Searches block the worker that read them (`rpc::off_the_reactor`), which the
+        // runtime replaces from the blocking pool, and every thread that scans keeps its own
         // regex cache (tens of MiB with a large guidebook). tokio's default of 512 threads
         // would let a burst of requests multiply that; 16 is more than two cores can use.
         .max_blocking_threads(16)
