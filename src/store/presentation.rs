@@ -56,18 +56,15 @@ impl PresentationStore {
                 .filter(|c| !seen.contains(*c))
                 .collect();
             let chosen = select(unseen);
-            {
-                let mut insert = tx
-                    .prepare_cached(
-                        "INSERT INTO presentation (session_id, guideline_id, presented_at)
-                     VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
-                    )
-                    .map_err(StoreError::sql("preparing the presentation insert"))?;
-                for id in &chosen {
-                    insert
-                        .execute([session_id, id])
-                        .map_err(StoreError::sql("recording a presentation"))?;
-                }
+            if !chosen.is_empty() {
+                // One statement for all of them, the ids as one JSON array.
+                let ids = serde_json::to_string(&chosen).expect("strings serialize");
+                tx.prepare_cached(
+                    "INSERT INTO presentation (session_id, guideline_id, presented_at)
+                     SELECT ?1, value, strftime('%Y-%m-%dT%H:%M:%SZ', 'now') FROM json_each(?2)",
+                )
+                .and_then(|mut insert| insert.execute([session_id, &ids]))
+                .map_err(StoreError::sql("recording presentations"))?;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 // Dropping the transaction rolls it back.
@@ -212,5 +209,64 @@ mod tests {
             .unwrap();
         let shape = regex::Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$").unwrap();
         assert!(shape.is_match(&at), "{at}");
+    }
+
+    #[test]
+    fn ids_with_quotes_backslashes_and_non_ascii_are_recorded_as_they_are() {
+        let (_d, s) = store();
+        let odd = ["a\"b", "c\\d", "é€", "line\nbreak", "[1]", ""];
+        assert_eq!(s.present_new("s", &odd, None, |v| v).unwrap(), odd);
+        let seen = s.presented("s", &odd).unwrap();
+        assert_eq!(seen.len(), odd.len(), "{seen:?}");
+        assert!(odd.iter().all(|id| seen.contains(*id)), "{seen:?}");
+        assert!(s.present_new("s", &odd, None, |v| v).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_database_from_before_the_keyed_table_keeps_its_presentations() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            // The schema as the sidecar left it before the presentation table lost its rowid.
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            for sql in &super::super::MIGRATIONS[..4] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 4).unwrap();
+            conn.execute_batch(
+                "INSERT INTO presentation VALUES ('s1', 'g1', '2026-01-01T00:00:00Z');
+                 INSERT INTO presentation VALUES ('s1', 'g2', '2026-01-01T00:00:01Z');
+                 INSERT INTO presentation VALUES ('s2', 'g1', '2026-01-02T00:00:00Z');",
+            )
+            .unwrap();
+        }
+        let db = Database::open(&path, Duration::from_secs(5)).unwrap();
+        let s = PresentationStore::new(db);
+        assert_eq!(s.presented("s1", &["g1", "g2", "g3"]).unwrap().len(), 2);
+        assert_eq!(
+            s.present_new("s2", &["g1", "g2"], None, |v| v).unwrap(),
+            ["g2"]
+        );
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let (sql, rows, version): (String, i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT sql FROM sqlite_master WHERE name = 'presentation'),
+                        (SELECT count(*) FROM presentation),
+                        (SELECT user_version FROM pragma_user_version)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert!(sql.contains("WITHOUT ROWID"), "{sql}");
+        assert_eq!(rows, 4);
+        assert_eq!(version, super::super::MIGRATIONS.len() as i64);
+        let first: String = conn
+            .query_row(
+                "SELECT presented_at FROM presentation WHERE session_id = 's1' AND guideline_id = 'g1'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(first, "2026-01-01T00:00:00Z", "kept as it was");
     }
 }
