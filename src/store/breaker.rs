@@ -5,7 +5,7 @@
 //! closure (the state machine in `crate::breaker`) and writes back what it returns, all inside
 //! one `BEGIN IMMEDIATE` transaction.
 
-use rusqlite::{OptionalExtension, TransactionBehavior};
+use rusqlite::OptionalExtension;
 
 use super::{Database, StoreError};
 
@@ -54,9 +54,9 @@ impl BreakerStore {
         change: impl FnOnce(BreakerRow) -> (BreakerRow, T),
     ) -> Result<T, StoreError> {
         let mut conn = self.db.conn(None)?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::sql("starting the breaker transaction"))?;
+        let tx = self
+            .db
+            .begin_write(&mut conn, None, "starting the breaker transaction")?;
         let before = read_row(&tx, session_id)?.unwrap_or_default();
         let (after, answer) = change(before);
         write_row(&tx, session_id, &after)?;
@@ -78,9 +78,9 @@ impl BreakerStore {
     /// Forgets the session's breaker state; returns whether there was any.
     pub fn reset(&self, session_id: &str) -> Result<bool, StoreError> {
         let mut conn = self.db.conn(None)?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::sql("starting the breaker reset"))?;
+        let tx = self
+            .db
+            .begin_write(&mut conn, None, "starting the breaker reset")?;
         let streaks = tx
             .execute(
                 "DELETE FROM breaker_streak WHERE session_id = ?1",

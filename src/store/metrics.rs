@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension};
 
 use super::{Database, StoreError};
 
@@ -106,9 +106,9 @@ impl MetricsStore {
             return Ok(());
         }
         let mut conn = self.db.conn(None)?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::sql("starting the metrics transaction"))?;
+        let tx = self
+            .db
+            .begin_write(&mut conn, None, "starting the metrics transaction")?;
         for o in batch {
             match o {
                 Observed::PromptBuild {
@@ -170,9 +170,9 @@ impl MetricsStore {
         deadline: Option<Instant>,
     ) -> Result<Option<String>, StoreError> {
         let mut conn = self.db.conn(deadline)?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::sql("starting the QC transaction"))?;
+        let tx = self
+            .db
+            .begin_write(&mut conn, deadline, "starting the QC transaction")?;
         tx.execute(
             "INSERT INTO metrics_qc_result
              (at, task_id, session_id, passed, issue_type, duration_sec, model)
@@ -223,6 +223,7 @@ impl MetricsStore {
                 |r| r.get(0),
             )
             .map_err(StoreError::sql("reading a review"))?;
+        let _turn = self.db.writer_turn(&conn, None)?;
         conn.execute(
             "INSERT INTO metrics_qc_review (task_id, at, defect_found, reviewer)
              VALUES (?1, ?2, ?3, ?4)
@@ -242,6 +243,7 @@ impl MetricsStore {
         at: Epoch,
     ) -> Result<(), StoreError> {
         let conn = self.db.conn(None)?;
+        let _turn = self.db.writer_turn(&conn, None)?;
         conn.execute(
             "INSERT INTO metrics_session_tokens (session_id, at, tokens) VALUES (?1, ?2, ?3)
              ON CONFLICT (session_id) DO UPDATE SET at = excluded.at, tokens = excluded.tokens",
@@ -260,9 +262,9 @@ impl MetricsStore {
         assign: impl FnOnce() -> (String, String),
     ) -> Result<(Assignment, bool), StoreError> {
         let mut conn = self.db.conn(None)?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::sql("starting the assignment transaction"))?;
+        let tx = self
+            .db
+            .begin_write(&mut conn, None, "starting the assignment transaction")?;
         if let Some(a) = assignment_in(&tx, task_id)? {
             return Ok((a, false));
         }

@@ -14,6 +14,7 @@ pub use presentation::PresentationStore;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use r2d2_sqlite::SqliteConnectionManager;
@@ -34,6 +35,13 @@ pub enum StoreError {
     /// The caller's deadline passed before the change could be committed; nothing was written.
     #[error("deadline exceeded")]
     DeadlineExceeded,
+    /// The writes of this process queued ahead of this one held the write turn for the whole
+    /// busy timeout (one of them waiting, most likely, for a lock another process holds).
+    #[error(
+        "database is locked: this sidecar's writes queued ahead of this one held it for {0:?} \
+         (another process may hold SQLite's write lock)"
+    )]
+    Busy(Duration),
 }
 
 impl StoreError {
@@ -97,6 +105,56 @@ const MIGRATIONS: &[&str] = &[
 pub struct Database {
     pool: Pool,
     busy_timeout: Duration,
+    writer: Arc<WriterLock>,
+}
+
+/// One writer at a time among this process's connections, queued here rather than in SQLite.
+/// SQLite's busy handler, when a write finds the lock taken, sleeps (1 ms, then 2, 5, 10, …)
+/// and tries again: eight clients' searches recording their presentations at once slept
+/// through a millisecond each while the lock they waited for was held for a tenth of that. Here
+/// the next writer is woken the moment the lock is given back. Writers in other processes (the
+/// CLI) still meet SQLite's lock and its busy handler.
+#[derive(Debug, Default)]
+struct WriterLock {
+    held: Mutex<bool>,
+    released: Condvar,
+}
+
+/// This process's turn to write; the next writer's comes when it is dropped.
+#[derive(Debug)]
+pub(crate) struct WriterTurn {
+    lock: Arc<WriterLock>,
+}
+
+impl Drop for WriterTurn {
+    fn drop(&mut self) {
+        *self.lock.held.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        self.lock.released.notify_one();
+    }
+}
+
+/// An `IMMEDIATE` transaction taken in this process's writer turn: dropped uncommitted, it
+/// rolls back and then gives the turn back.
+pub(crate) struct WriteTx<'c> {
+    // Fields drop in order: the transaction ends before the turn goes.
+    tx: rusqlite::Transaction<'c>,
+    turn: WriterTurn,
+}
+
+impl<'c> std::ops::Deref for WriteTx<'c> {
+    type Target = rusqlite::Transaction<'c>;
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl WriteTx<'_> {
+    pub(crate) fn commit(self) -> rusqlite::Result<()> {
+        let WriteTx { tx, turn } = self;
+        let committed = tx.commit();
+        drop(turn);
+        committed
+    }
 }
 
 impl Database {
@@ -129,7 +187,11 @@ impl Database {
             .connection_timeout(busy_timeout.max(Duration::from_millis(100)))
             .build(manager)
             .map_err(|e| open_err(e.to_string()))?;
-        let db = Database { pool, busy_timeout };
+        let db = Database {
+            pool,
+            busy_timeout,
+            writer: Arc::default(),
+        };
         db.migrate().map_err(|e| open_err(e.to_string()))?;
         Ok(db)
     }
@@ -196,5 +258,215 @@ impl Database {
         conn.busy_timeout(wait)
             .map_err(StoreError::sql("setting the busy timeout"))?;
         Ok(conn)
+    }
+
+    /// Waits for this process's turn to write, up to `deadline` and at most the busy timeout.
+    /// For a single autocommit statement on `conn`; a transaction takes it with
+    /// [`Database::begin_write`]. If the turn was not free at once, `conn`'s SQLite busy
+    /// timeout is cut to what is left, so the two waits together stay within both bounds.
+    pub(crate) fn writer_turn(
+        &self,
+        conn: &rusqlite::Connection,
+        deadline: Option<Instant>,
+    ) -> Result<WriterTurn, StoreError> {
+        let started = Instant::now();
+        let patience = started + self.busy_timeout;
+        let until = deadline.map_or(patience, |d| d.min(patience));
+        let held = self.writer.held.lock().unwrap_or_else(|p| p.into_inner());
+        let waited = *held;
+        match crate::parallel::wait_while(&self.writer.released, held, Some(until), |h| *h) {
+            Some(mut held) => {
+                *held = true;
+                drop(held);
+                let turn = WriterTurn {
+                    lock: self.writer.clone(),
+                };
+                if waited {
+                    // Rounded up, as in `conn`, so that SQLite's wait reaches `until`.
+                    let left = until.saturating_duration_since(Instant::now());
+                    conn.busy_timeout(
+                        Duration::from_millis(left.as_micros().div_ceil(1000) as u64),
+                    )
+                    .map_err(StoreError::sql("setting the busy timeout"))?;
+                }
+                Ok(turn)
+            }
+            None if deadline.is_some_and(|d| Instant::now() >= d) => {
+                Err(StoreError::DeadlineExceeded)
+            }
+            None => Err(StoreError::Busy(started.elapsed())),
+        }
+    }
+
+    /// Starts an `IMMEDIATE` transaction on `conn` (SQLite's write lock taken before any read)
+    /// in this process's writer turn.
+    pub(crate) fn begin_write<'c>(
+        &self,
+        conn: &'c mut Conn,
+        deadline: Option<Instant>,
+        doing: &'static str,
+    ) -> Result<WriteTx<'c>, StoreError> {
+        let turn = self.writer_turn(conn, deadline)?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(StoreError::sql(doing))?;
+        Ok(WriteTx { tx, turn })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    fn open(busy_timeout: Duration) -> (tempfile::TempDir, Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&dir.path().join("g.db"), busy_timeout).unwrap();
+        (dir, db)
+    }
+
+    fn record(tx: &rusqlite::Transaction, session: &str, guideline: &str) {
+        tx.execute(
+            "INSERT INTO presentation (session_id, guideline_id, presented_at)
+             VALUES (?1, ?2, 'now')",
+            [session, guideline],
+        )
+        .unwrap();
+    }
+
+    /// Writers of one process queue for their turn and never meet SQLite's write lock: with
+    /// SQLite's own busy timeout at zero on every connection, any two transactions that met
+    /// there would fail with SQLITE_BUSY. Without the turn they do, within a few rounds.
+    #[test]
+    fn in_process_writers_never_wait_in_sqlite() {
+        let (_dir, db) = open(Duration::from_secs(30));
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    for i in 0..40 {
+                        let mut conn = db.conn(None).unwrap();
+                        conn.busy_timeout(Duration::ZERO).unwrap();
+                        let tx = db.begin_write(&mut conn, None, "writing").unwrap();
+                        record(&tx, &format!("s{t}"), &format!("g{i}"));
+                        tx.commit().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let conn = db.conn(None).unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM presentation", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 8 * 40);
+    }
+
+    /// The next writer gets its turn when the one before commits, or drops its transaction
+    /// uncommitted (which rolls it back).
+    #[test]
+    fn the_turn_passes_on_commit_and_on_drop() {
+        let (_dir, db) = open(Duration::from_secs(30));
+        let mut conn = db.conn(None).unwrap();
+        let tx = db.begin_write(&mut conn, None, "writing").unwrap();
+        record(&tx, "s", "dropped");
+        let (sent, got) = mpsc::channel();
+        let waiter = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut conn = db.conn(None).unwrap();
+                let tx = db.begin_write(&mut conn, None, "writing").unwrap();
+                sent.send(()).unwrap();
+                record(&tx, "s", "kept");
+                tx.commit().unwrap();
+            })
+        };
+        // The waiter cannot have its turn while ours is held.
+        assert!(got.recv_timeout(Duration::from_millis(100)).is_err());
+        drop(tx);
+        got.recv_timeout(Duration::from_secs(30)).unwrap();
+        waiter.join().unwrap();
+        let ids: Vec<String> = conn
+            .prepare("SELECT guideline_id FROM presentation")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(ids, ["kept"]);
+        // Committed, the turn is free again at once: a zero-patience writer takes it.
+        let (_dir2, quick) = open(Duration::ZERO);
+        let mut c = quick.conn(None).unwrap();
+        quick
+            .begin_write(&mut c, None, "w")
+            .unwrap()
+            .commit()
+            .unwrap();
+        drop(quick.writer_turn(&c, None).unwrap());
+        let tx = quick.begin_write(&mut c, None, "w").unwrap();
+        drop(tx);
+        quick.writer_turn(&c, None).unwrap();
+    }
+
+    /// A turn held past the busy timeout is a busy database; held past the caller's earlier
+    /// deadline, it is the deadline.
+    #[test]
+    fn a_turn_held_too_long_is_busy_or_the_deadline() {
+        let (_dir, db) = open(Duration::from_millis(50));
+        let conn = db.conn(None).unwrap();
+        let held = db.writer_turn(&conn, None).unwrap();
+        let err = db.writer_turn(&conn, None).unwrap_err();
+        assert!(matches!(err, StoreError::Busy(_)), "{err:?}");
+        assert!(err.to_string().starts_with("database is locked"), "{err}");
+        let soon = Instant::now() + Duration::from_millis(10);
+        let err = db.writer_turn(&conn, Some(soon)).unwrap_err();
+        assert!(matches!(err, StoreError::DeadlineExceeded), "{err:?}");
+        // A deadline later than the busy timeout: the busy timeout decides.
+        let late = Instant::now() + Duration::from_secs(30);
+        let err = db.writer_turn(&conn, Some(late)).unwrap_err();
+        assert!(matches!(err, StoreError::Busy(_)), "{err:?}");
+        drop(held);
+        db.writer_turn(&conn, Some(late)).unwrap();
+    }
+
+    /// When another process holds SQLite's lock, the writer at the head of the queue waits for
+    /// it in SQLite and the next one waits for the turn: the next one's SQLite wait gets only
+    /// what is left of its patience, so it fails within one busy timeout, not one and a half.
+    #[test]
+    fn waiting_for_the_turn_counts_against_the_busy_timeout() {
+        let patience = Duration::from_secs(1);
+        let (dir, db) = open(patience);
+        let other = rusqlite::Connection::open(dir.path().join("g.db")).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let head = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut conn = db.conn(None).unwrap();
+                db.begin_write(&mut conn, None, "writing").map(drop)
+            })
+        };
+        // The head of the queue has the turn (and waits in SQLite) before the next one comes.
+        let conn = db.conn(None).unwrap();
+        while !*db.writer.held.lock().unwrap() {
+            std::thread::yield_now();
+        }
+        // Half way through the head's wait: the turn comes to this one with half its patience
+        // gone (a whole one more if SQLite's wait were not cut).
+        std::thread::sleep(patience / 2);
+        let started = Instant::now();
+        let err = db
+            .writer_turn(&conn, None)
+            .and_then(|_turn| {
+                conn.execute_batch("BEGIN IMMEDIATE")
+                    .map_err(StoreError::sql("taking the write lock"))
+            })
+            .unwrap_err();
+        let waited = started.elapsed();
+        assert!(err.to_string().contains("locked"), "{err}");
+        assert!(waited < patience + patience / 4, "{waited:?}: {err}");
+        assert!(head.join().unwrap().is_err());
+        other.execute_batch("ROLLBACK").unwrap();
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use rusqlite::{params_from_iter, TransactionBehavior};
+use rusqlite::params_from_iter;
 
 use super::{Database, StoreError};
 
@@ -46,9 +46,11 @@ impl PresentationStore {
             if presented_in(&conn, session_id, candidates)?.len() == candidates.len() {
                 return Ok(Vec::new());
             }
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(StoreError::sql("starting the presentation transaction"))?;
+            let tx = self.db.begin_write(
+                &mut conn,
+                deadline,
+                "starting the presentation transaction",
+            )?;
             let seen = presented_in(&tx, session_id, candidates)?;
             let unseen: Vec<&str> = candidates
                 .iter()
@@ -94,6 +96,7 @@ impl PresentationStore {
     /// Forgets everything this session was shown; returns how many rows went.
     pub fn reset_session(&self, session_id: &str) -> Result<usize, StoreError> {
         let conn = self.db.conn(None)?;
+        let _turn = self.db.writer_turn(&conn, None)?;
         conn.execute(
             "DELETE FROM presentation WHERE session_id = ?1",
             [session_id],
