@@ -136,9 +136,9 @@ impl Drop for WriterTurn {
 /// An `IMMEDIATE` transaction taken in this process's writer turn: dropped uncommitted, it
 /// rolls back and then gives the turn back.
 pub(crate) struct WriteTx<'c> {
-    // Fields drop in order: the transaction ends before the turn goes.
+    // Fields drop in order: the transaction ends before the turn goes. Held, never read.
     tx: rusqlite::Transaction<'c>,
-    turn: WriterTurn,
+    _turn: WriterTurn,
 }
 
 impl<'c> std::ops::Deref for WriteTx<'c> {
@@ -149,11 +149,9 @@ impl<'c> std::ops::Deref for WriteTx<'c> {
 }
 
 impl WriteTx<'_> {
+    /// Commits; the turn goes with the rest of `self`, after the commit.
     pub(crate) fn commit(self) -> rusqlite::Result<()> {
-        let WriteTx { tx, turn } = self;
-        let committed = tx.commit();
-        drop(turn);
-        committed
+        self.tx.commit()
     }
 }
 
@@ -251,12 +249,7 @@ impl Database {
             None => self.busy_timeout,
         };
         let conn = self.pool.get_timeout(wait.max(Duration::from_millis(1)))?;
-        // SQLite counts its busy timeout in whole milliseconds, and rusqlite truncates: 149.7 ms
-        // would give up 0.7 ms before the caller's deadline and report a storage error instead
-        // of the deadline. Rounded up, the wait always reaches the deadline.
-        let wait = Duration::from_millis(wait.as_micros().div_ceil(1000) as u64);
-        conn.busy_timeout(wait)
-            .map_err(StoreError::sql("setting the busy timeout"))?;
+        set_busy_timeout(&conn, wait)?;
         Ok(conn)
     }
 
@@ -282,12 +275,7 @@ impl Database {
                     lock: self.writer.clone(),
                 };
                 if waited {
-                    // Rounded up, as in `conn`, so that SQLite's wait reaches `until`.
-                    let left = until.saturating_duration_since(Instant::now());
-                    conn.busy_timeout(
-                        Duration::from_millis(left.as_micros().div_ceil(1000) as u64),
-                    )
-                    .map_err(StoreError::sql("setting the busy timeout"))?;
+                    set_busy_timeout(conn, until.saturating_duration_since(Instant::now()))?;
                 }
                 Ok(turn)
             }
@@ -310,8 +298,16 @@ impl Database {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(StoreError::sql(doing))?;
-        Ok(WriteTx { tx, turn })
+        Ok(WriteTx { tx, _turn: turn })
     }
+}
+
+/// Sets how long SQLite waits for a lock on `conn`. SQLite counts it in whole milliseconds, and
+/// rusqlite truncates: 149.7 ms would give up 0.7 ms before the caller's deadline and report a
+/// storage error instead of the deadline. Rounded up, the wait always reaches the deadline.
+fn set_busy_timeout(conn: &rusqlite::Connection, wait: Duration) -> Result<(), StoreError> {
+    conn.busy_timeout(Duration::from_millis(wait.as_micros().div_ceil(1000) as u64))
+        .map_err(StoreError::sql("setting the busy timeout"))
 }
 
 #[cfg(test)]
