@@ -97,6 +97,8 @@ fn blocking<P, R>(
     m.register_async_method(name, move |p, e, _| async move {
         let received = Instant::now();
         off_the_reactor(move || {
+            // Counted while it waits and runs (see `Engine::calls`).
+            let _call = e.calls.enter();
             parse(&p)
                 .and_then(|p| handle(&e, p, received))
                 .map_err(RpcError::into_object)
@@ -251,5 +253,49 @@ mod tests {
             let ok = runtime.block_on(off_the_reactor(|| Ok(5)));
             assert_eq!(ok.unwrap(), 5);
         }
+    }
+
+    /// A method is counted in `Engine::calls` while it runs (what keeps a search beside
+    /// others from enlisting helpers), and no longer once answered, in error or not.
+    #[test]
+    fn a_call_is_counted_while_it_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let overrides = crate::config::Overrides {
+            guidebook_root: Some(dir.path().join("guidebook")),
+            db: Some(dir.path().join("t.db")),
+            socket: Some(dir.path().join("t.sock")),
+            ..Default::default()
+        };
+        let settings = crate::config::Settings::resolve_with(&overrides, |k| {
+            (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.path().join("home").into_os_string())
+        })
+        .unwrap();
+        let engine = Arc::new(Engine::open(settings).unwrap());
+        let mut m = RpcModule::from_arc(engine.clone());
+        blocking(&mut m, "test/calls", |e, _: serde_json::Value, _| {
+            Ok(e.calls.count())
+        });
+        blocking(
+            &mut m,
+            "test/fails",
+            |_, _: serde_json::Value, _| -> Result<(), _> {
+                Err(RpcError::InvalidParams("no".into()))
+            },
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread().build().unwrap();
+        runtime.block_on(async {
+            let ask = |method: &str| {
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{}}}}"#)
+            };
+            let (inside, _) = m.raw_json_request(&ask("test/calls"), 1).await.unwrap();
+            assert!(inside.get().contains(r#""result":1"#), "{inside}");
+            let (failed, _) = m.raw_json_request(&ask("test/fails"), 1).await.unwrap();
+            assert!(failed.get().contains(r#""error""#), "{failed}");
+        });
+        assert_eq!(
+            engine.calls.count(),
+            0,
+            "every call uncounted once answered"
+        );
     }
 }
