@@ -255,10 +255,7 @@ impl GuidelineSnapshot {
         }
         let mut hit = vec![false; self.guidelines.len()];
         self.matcher.mark_matches(content, applicable, &mut hit);
-        hit.iter()
-            .enumerate()
-            .filter_map(|(i, h)| h.then_some(i))
-            .collect()
+        marked(&hit)
     }
 
     /// For a guideline known to match: the 1-based line of its earliest match and the pattern
@@ -286,10 +283,41 @@ impl GuidelineSnapshot {
     }
 }
 
+/// The indices of the `true`s of `marks`, ascending. A file's hits are a handful among up to
+/// 10,000 guidelines: blocks of 64 without one are passed over with one test each (an OR the
+/// compiler does many bytes at a time) instead of a compare and branch per guideline, which
+/// was 3% of the sidecar's CPU under load at 10,000 guidelines.
+fn marked(marks: &[bool]) -> Vec<usize> {
+    const BLOCK: usize = 64;
+    let mut out = Vec::new();
+    for (b, block) in marks.chunks(BLOCK).enumerate() {
+        if block.iter().fold(false, |any, &m| any | m) {
+            out.extend(
+                block
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, &m)| m.then_some(b * BLOCK + i)),
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn marked_lists_every_true_in_order_across_blocks() {
+        for len in [0, 1, 63, 64, 65, 200, 10_000] {
+            for every in [1, 3, 64, 127, 5_000] {
+                let marks: Vec<bool> = (0..len).map(|i| i % every == every - 1).collect();
+                let plain: Vec<usize> = (0..len).filter(|&i| marks[i]).collect();
+                assert_eq!(marked(&marks), plain, "len {len}, every {every}th");
+            }
+        }
+    }
 
     fn g(
         id: &str,
