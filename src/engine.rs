@@ -414,6 +414,8 @@ impl Engine {
                 unique.len() - 1
             });
         }
+        // Helpers take a share only when this search has the daemon to itself
+        // (`helpers_wanted`), each under a permit of its own that no waiter was promised.
         let extra: Vec<Permit<'_>> = (0..self.helpers_wanted(unique.len()))
             .map_while(|_| self.matching.try_enter())
             .collect();
