@@ -15,7 +15,7 @@ use crate::files::{self, Skip};
 use crate::flags::Flags;
 use crate::guidebook::{Applicability, ApplicabilityKey, Guidebook, GuidelineSnapshot};
 use crate::metrics::{Recorder, Telemetry};
-use crate::parallel::{wait_while, Helpers, InFlight};
+use crate::parallel::{wait_while, Gate, Helpers, InFlight, Permit};
 use crate::prompt::PromptPacks;
 use crate::repo::RepositoryResolver;
 use crate::store::{BreakerStore, Database, MetricsStore, PresentationStore, StoreError};
@@ -58,76 +58,6 @@ pub struct Engine {
 /// 1,718 and 1,753 req/s with one per core, 1,816 and 1,848 with two, the same at 1,000, and
 /// the same peak RSS.
 const EVALUATIONS_PER_CORE: usize = 2;
-
-/// A counting gate: at most `n` holders at once; the others wait, each within its deadline.
-#[derive(Debug)]
-struct Gate {
-    state: Mutex<GateState>,
-    freed: Condvar,
-}
-
-#[derive(Debug)]
-struct GateState {
-    free: usize,
-    /// Callers of [`Gate::enter`] waiting for a permit.
-    waiting: usize,
-}
-
-struct Permit<'a>(&'a Gate);
-
-impl Gate {
-    fn new(n: usize) -> Gate {
-        Gate {
-            state: Mutex::new(GateState {
-                free: n.max(1),
-                waiting: 0,
-            }),
-            freed: Condvar::new(),
-        }
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A permit, or `None` if `deadline` passes while waiting for one.
-    fn enter(&self, deadline: Option<Instant>) -> Option<Permit<'_>> {
-        let mut state = self.state();
-        if state.free > 0 {
-            state.free -= 1;
-            return Some(Permit(self));
-        }
-        state.waiting += 1;
-        let waited = wait_while(&self.freed, state, deadline, |s| s.free == 0);
-        // A waiter that gave up is no longer waiting either; its guard is taken anew.
-        let mut state = waited.unwrap_or_else(|| self.state());
-        state.waiting -= 1;
-        (state.free > 0).then(|| {
-            state.free -= 1;
-            Permit(self)
-        })
-    }
-
-    /// A permit if one is free now and nobody waits for it: a permit just freed for a waiter
-    /// that has not woken yet is the waiter's.
-    fn try_enter(&self) -> Option<Permit<'_>> {
-        let mut state = self.state();
-        (state.free > 0 && state.waiting == 0).then(|| {
-            state.free -= 1;
-            Permit(self)
-        })
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        let mut state = self.0.state();
-        state.free += 1;
-        if state.waiting > 0 {
-            self.0.freed.notify_one();
-        }
-    }
-}
 
 /// One file's evaluation.
 #[derive(Debug, Clone)]
@@ -416,7 +346,7 @@ impl Engine {
         }
         // Helpers take a share only when this search has the daemon to itself
         // (`helpers_wanted`), each under a permit of its own that no waiter was promised.
-        let extra: Vec<Permit<'_>> = (0..self.helpers_wanted(unique.len()))
+        let extra: Vec<Permit<&Gate>> = (0..self.helpers_wanted(unique.len()))
             .map_while(|_| self.matching.try_enter())
             .collect();
         let batch = Arc::new(Batch {
@@ -449,52 +379,6 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_gate_lets_n_in_and_the_next_waits_within_its_deadline() {
-        let gate = Gate::new(2);
-        let a = gate.enter(None).unwrap();
-        let _b = gate.enter(None).unwrap();
-        let soon = Instant::now() + Duration::from_millis(20);
-        assert!(
-            gate.enter(Some(soon)).is_none(),
-            "a third waits, then gives up"
-        );
-        assert_eq!(gate.state().waiting, 0, "and waits no more");
-        assert!(gate.try_enter().is_none(), "none free now");
-        std::thread::scope(|s| {
-            let waiter = s.spawn(|| gate.enter(None).is_some());
-            std::thread::sleep(Duration::from_millis(10));
-            drop(a);
-            assert!(waiter.join().unwrap(), "a freed permit lets the waiter in");
-        });
-    }
-
-    /// A permit freed while someone waits is the waiter's, even before the waiter has woken: a
-    /// search looking for idle cores to share its files with does not take it.
-    #[test]
-    fn a_permit_freed_for_a_waiter_is_not_taken_by_try_enter() {
-        let gate = Gate::new(1);
-        let held = gate.enter(None).unwrap();
-        std::thread::scope(|s| {
-            let waiter = s.spawn(|| gate.enter(None).is_some());
-            while gate.state().waiting == 0 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            // Freed, the waiter not yet told: the moment between a release and the wake-up.
-            std::mem::forget(held);
-            gate.state().free += 1;
-            assert!(gate.try_enter().is_none(), "taken from the waiter");
-            gate.freed.notify_one();
-            assert!(waiter.join().unwrap(), "the waiter has it");
-        });
-        let state = gate.state();
-        assert_eq!(
-            (state.free, state.waiting),
-            (1, 0),
-            "the waiter's permit back"
-        );
-    }
 
     /// Alone, a search of several files enlists the helpers; beside another call, none.
     #[test]
@@ -558,7 +442,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (engine, paths) = engine_and_files(dir.path());
         let snapshot = engine.guidebook.snapshot();
-        let permits = engine.matching.state().free;
+        let permits = engine.matching.free();
         assert_eq!(snapshot.guidelines.len(), 1, "{:?}", snapshot.errors);
         let mut asked: Vec<&str> = paths.iter().map(String::as_str).collect();
         asked.insert(3, asked[1]);
@@ -572,7 +456,7 @@ mod tests {
             .collect();
         assert_eq!(hits(&together), [0, 1, 0, 1, 0, 1, 0, 0, 0]);
         assert_eq!(hits(&together), hits(&alone));
-        assert_eq!(engine.matching.state().free, permits, "all permits back");
+        assert_eq!(engine.matching.free(), permits, "all permits back");
     }
 
     /// A helper busy with something else never holds an evaluation up: its caller evaluates
@@ -582,7 +466,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (engine, paths) = engine_and_files(dir.path());
         let snapshot = engine.guidebook.snapshot();
-        let permits = engine.matching.state().free;
+        let permits = engine.matching.free();
         let asked: Vec<&str> = paths.iter().map(String::as_str).collect();
         let (release, wait) = std::sync::mpsc::channel::<()>();
         let wait = std::sync::Arc::new(std::sync::Mutex::new(wait));
@@ -603,7 +487,7 @@ mod tests {
         let hits: Vec<usize> = evaluated.iter().map(|f| f.matches.len()).collect();
         assert_eq!(hits, [0, 1, 0, 0, 1, 0, 0]);
         drop(release);
-        assert_eq!(engine.matching.state().free, permits, "all permits back");
+        assert_eq!(engine.matching.free(), permits, "all permits back");
     }
 
     /// Within one evaluation a directory's repository is looked up once: a `.git` removed

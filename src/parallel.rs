@@ -1,9 +1,11 @@
 //! Work split over the machine's cores: [`map`] with scoped threads, results in the order of
 //! the input, for one-off work (a guidebook walk); [`Helpers`], long-lived threads, for work
 //! that recurs on every request (a search's files); [`InFlight`], the count of calls being
-//! served, which says whether a core is likely to be wanted by another call; [`wait_while`], a
-//! caller's bounded wait for such work (or a permit, or a first load).
+//! served, which says whether a core is likely to be wanted by another call; [`Gate`], a
+//! counting gate waited on within a deadline (evaluations at once, this process's writer);
+//! [`wait_while`], a caller's bounded wait for such work (or a permit, or a first load).
 
+use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
@@ -60,6 +62,101 @@ impl InFlight {
 impl Drop for Call<'_> {
     fn drop(&mut self) {
         self.0 .0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A counting gate: at most `n` holders at once; the others wait, each within its deadline.
+/// A holder holds a [`Permit`], over a reference to the gate or an `Arc` of it, and gives it
+/// back when the permit drops.
+#[derive(Debug)]
+pub struct Gate {
+    state: Mutex<GateState>,
+    freed: Condvar,
+}
+
+#[derive(Debug)]
+struct GateState {
+    free: usize,
+    /// Callers of [`Gate::enter`] waiting for a permit.
+    waiting: usize,
+}
+
+/// One of a [`Gate`]'s permits, given back when dropped.
+#[derive(Debug)]
+pub struct Permit<G: Deref<Target = Gate>>(G);
+
+impl Gate {
+    pub fn new(n: usize) -> Gate {
+        Gate {
+            state: Mutex::new(GateState {
+                free: n.max(1),
+                waiting: 0,
+            }),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes a permit, waiting for one until `deadline`: whether it had to wait, or `None` if
+    /// the deadline passed first.
+    fn take(&self, deadline: Option<Instant>) -> Option<bool> {
+        let mut state = self.state();
+        if state.free > 0 {
+            state.free -= 1;
+            return Some(false);
+        }
+        state.waiting += 1;
+        let waited = wait_while(&self.freed, state, deadline, |s| s.free == 0);
+        // A waiter that gave up is no longer waiting either; its guard is taken anew.
+        let mut state = waited.unwrap_or_else(|| self.state());
+        state.waiting -= 1;
+        (state.free > 0).then(|| {
+            state.free -= 1;
+            true
+        })
+    }
+
+    /// A permit, or `None` if `deadline` passes while waiting for one.
+    pub fn enter(&self, deadline: Option<Instant>) -> Option<Permit<&Gate>> {
+        self.take(deadline).map(|_| Permit(self))
+    }
+
+    /// Like [`Gate::enter`], the permit holding the gate itself, and whether it had to wait.
+    pub fn enter_owned(
+        self: &Arc<Self>,
+        deadline: Option<Instant>,
+    ) -> Option<(Permit<Arc<Gate>>, bool)> {
+        self.take(deadline)
+            .map(|waited| (Permit(self.clone()), waited))
+    }
+
+    /// A permit if one is free now and nobody waits for it: a permit just freed for a waiter
+    /// that has not woken yet is the waiter's.
+    pub fn try_enter(&self) -> Option<Permit<&Gate>> {
+        let mut state = self.state();
+        (state.free > 0 && state.waiting == 0).then(|| {
+            state.free -= 1;
+            Permit(self)
+        })
+    }
+
+    /// Permits free now.
+    #[cfg(test)]
+    pub fn free(&self) -> usize {
+        self.state().free
+    }
+}
+
+impl<G: Deref<Target = Gate>> Drop for Permit<G> {
+    fn drop(&mut self) {
+        let mut state = self.0.state();
+        state.free += 1;
+        if state.waiting > 0 {
+            self.0.freed.notify_one();
+        }
     }
 }
 
@@ -156,8 +253,55 @@ pub fn map<T: Send, R: Send>(
 
 #[cfg(test)]
 mod tests {
-    use super::Helpers;
+    use super::{Gate, Helpers};
     use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_gate_lets_n_in_and_the_next_waits_within_its_deadline() {
+        let gate = Gate::new(2);
+        let a = gate.enter(None).unwrap();
+        let _b = gate.enter(None).unwrap();
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert!(
+            gate.enter(Some(soon)).is_none(),
+            "a third waits, then gives up"
+        );
+        assert_eq!(gate.state().waiting, 0, "and waits no more");
+        assert!(gate.try_enter().is_none(), "none free now");
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| gate.enter(None).is_some());
+            std::thread::sleep(Duration::from_millis(10));
+            drop(a);
+            assert!(waiter.join().unwrap(), "a freed permit lets the waiter in");
+        });
+    }
+
+    /// A permit freed while someone waits is the waiter's, even before the waiter has woken: a
+    /// search looking for idle cores to share its files with does not take it.
+    #[test]
+    fn a_permit_freed_for_a_waiter_is_not_taken_by_try_enter() {
+        let gate = Gate::new(1);
+        let held = gate.enter(None).unwrap();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| gate.enter(None).is_some());
+            while gate.state().waiting == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Freed, the waiter not yet told: the moment between a release and the wake-up.
+            std::mem::forget(held);
+            gate.state().free += 1;
+            assert!(gate.try_enter().is_none(), "taken from the waiter");
+            gate.freed.notify_one();
+            assert!(waiter.join().unwrap(), "the waiter has it");
+        });
+        let state = gate.state();
+        assert_eq!(
+            (state.free, state.waiting),
+            (1, 0),
+            "the waiter's permit back"
+        );
+    }
 
     #[test]
     fn helpers_run_jobs_on_the_same_threads_and_survive_a_panic() {

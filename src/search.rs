@@ -69,11 +69,9 @@ pub fn search(
         }
     }
     // Snapshot order is id order, so the candidates (and so the result) are sorted by id.
-    let candidates: Vec<&str> = matched
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| **m)
-        .map(|(i, _)| snapshot.guidelines[i].id())
+    let candidates: Vec<&str> = crate::guidebook::marked(&matched)
+        .into_iter()
+        .map(|i| snapshot.guidelines[i].id())
         .collect();
     let (session, deadline) = (request.session_id, request.deadline);
     let shown = match request.max_tokens {

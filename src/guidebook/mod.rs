@@ -15,6 +15,7 @@ pub use examples::{run_examples, ExampleFailure, ExampleReport};
 pub use load::{find_guideline_files, parse_guideline, LoadError, GUIDELINE_FILE_NAME};
 pub use matcher::Index;
 pub use reload::{CacheWrite, Guidebook, ReloadOutcome};
+pub(crate) use snapshot::marked;
 pub use snapshot::{Applicability, ApplicabilityKey, CompiledGuideline, GuidelineSnapshot};
 
 use std::path::PathBuf;

@@ -14,10 +14,12 @@ pub use presentation::PresentationStore;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use r2d2_sqlite::SqliteConnectionManager;
+
+use crate::parallel::{Gate, Permit};
 
 /// What went wrong with the database, and while doing what.
 #[derive(Debug, thiserror::Error)]
@@ -105,33 +107,17 @@ const MIGRATIONS: &[&str] = &[
 pub struct Database {
     pool: Pool,
     busy_timeout: Duration,
-    writer: Arc<WriterLock>,
-}
-
-/// One writer at a time among this process's connections, queued here rather than in SQLite.
-/// SQLite's busy handler, when a write finds the lock taken, sleeps (1 ms, then 2, 5, 10, …)
-/// and tries again: eight clients' searches recording their presentations at once slept
-/// through a millisecond each while the lock they waited for was held for a tenth of that. Here
-/// the next writer is woken the moment the lock is given back. Writers in other processes (the
-/// CLI) still meet SQLite's lock and its busy handler.
-#[derive(Debug, Default)]
-struct WriterLock {
-    held: Mutex<bool>,
-    released: Condvar,
+    /// One writer at a time among this process's connections, queued here rather than in
+    /// SQLite. SQLite's busy handler, when a write finds the lock taken, sleeps (1 ms, then 2,
+    /// 5, 10, …) and tries again: eight clients' searches recording their presentations at
+    /// once slept through a millisecond each while the lock they waited for was held for a
+    /// tenth of that. Here the next writer is woken the moment the lock is given back. Writers
+    /// in other processes (the CLI) still meet SQLite's lock and its busy handler.
+    writer: Arc<Gate>,
 }
 
 /// This process's turn to write; the next writer's comes when it is dropped.
-#[derive(Debug)]
-pub(crate) struct WriterTurn {
-    lock: Arc<WriterLock>,
-}
-
-impl Drop for WriterTurn {
-    fn drop(&mut self) {
-        *self.lock.held.lock().unwrap_or_else(|p| p.into_inner()) = false;
-        self.lock.released.notify_one();
-    }
-}
+pub(crate) type WriterTurn = Permit<Arc<Gate>>;
 
 /// An `IMMEDIATE` transaction taken in this process's writer turn: dropped uncommitted, it
 /// rolls back and then gives the turn back.
@@ -188,7 +174,7 @@ impl Database {
         let db = Database {
             pool,
             busy_timeout,
-            writer: Arc::default(),
+            writer: Arc::new(Gate::new(1)),
         };
         db.migrate().map_err(|e| open_err(e.to_string()))?;
         Ok(db)
@@ -265,15 +251,8 @@ impl Database {
         let started = Instant::now();
         let patience = started + self.busy_timeout;
         let until = deadline.map_or(patience, |d| d.min(patience));
-        let held = self.writer.held.lock().unwrap_or_else(|p| p.into_inner());
-        let waited = *held;
-        match crate::parallel::wait_while(&self.writer.released, held, Some(until), |h| *h) {
-            Some(mut held) => {
-                *held = true;
-                drop(held);
-                let turn = WriterTurn {
-                    lock: self.writer.clone(),
-                };
+        match self.writer.enter_owned(Some(until)) {
+            Some((turn, waited)) => {
                 if waited {
                     set_busy_timeout(conn, until.saturating_duration_since(Instant::now()))?;
                 }
@@ -445,7 +424,7 @@ mod tests {
         };
         // The head of the queue has the turn (and waits in SQLite) before the next one comes.
         let conn = db.conn(None).unwrap();
-        while !*db.writer.held.lock().unwrap() {
+        while db.writer.free() != 0 {
             std::thread::yield_now();
         }
         // Half way through the head's wait: the turn comes to this one with half its patience
