@@ -48,8 +48,8 @@ pub async fn run(
     listener: UnixListener,
     module: RpcModule<Engine>,
     limits: Limits,
-    shutdown: impl Future<Output = ()>,
-    stop_listening: impl FnOnce(),
+    shutdown: impl Future<Output = ()> + Send,
+    stop_listening: impl FnOnce() + Send,
 ) {
     // SAFETY: geteuid has no preconditions.
     let owner = unsafe { libc::geteuid() };

@@ -34,7 +34,7 @@ pub enum StartError {
 /// Runs the daemon for `settings` until the future that `shutdown()` makes resolves (it is created
 /// inside the daemon's runtime, before the socket exists, so that signal handlers are in place
 /// by the time a client can connect).
-pub fn start<F: Future<Output = ()>>(
+pub fn start<F: Future<Output = ()> + Send + 'static>(
     mut settings: Settings,
     shutdown: impl FnOnce() -> F,
 ) -> Result<(), StartError> {
@@ -118,12 +118,12 @@ pub fn start<F: Future<Output = ()>>(
     let activated = inherited.is_some();
     let super::BoundSocket {
         listener,
-        file: mut socket_file,
+        file: socket_file,
     } = match inherited {
         Some(listener) => super::adopt(listener, &settings.home)?,
         None => super::bind(&settings.socket, &settings.home)?,
     };
-    runtime.block_on(async {
+    let socket_file = runtime.block_on(async {
         let listener =
             tokio::net::UnixListener::from_std(listener).map_err(|source| StartError::Io {
                 doing: "registering the listening socket".into(),
@@ -162,28 +162,40 @@ pub fn start<F: Future<Output = ()>>(
             "READY=1\nSTATUS=listening on {}",
             settings.socket.display()
         ));
-        let shutdown = async {
+        let shutdown = async move {
             shutdown.await;
             notifier.notify("STOPPING=1");
         };
         let limits = super::Limits {
             max_request_bytes: settings.max_request_bytes,
         };
-        super::run(
-            listener,
-            crate::rpc::module(engine.clone()),
-            limits,
-            shutdown,
-            // An inherited socket stays: systemd keeps listening on it while the daemon is
-            // down, and the next connection starts the daemon again.
-            || socket_file.remove(),
-        )
-        .await;
+        let module = crate::rpc::module(engine.clone());
+        // The accept loop runs on a worker, not on this thread: a connection it spawns then
+        // waits in that worker's own queue and runs there next, where one spawned from outside
+        // the workers would first have to wake one (a thread hop on every request's path).
+        let serving = tokio::spawn(async move {
+            let mut socket_file = socket_file;
+            super::run(
+                listener,
+                module,
+                limits,
+                shutdown,
+                // An inherited socket stays: systemd keeps listening on it while the daemon is
+                // down, and the next connection starts the daemon again.
+                || socket_file.remove(),
+            )
+            .await;
+            socket_file
+        });
+        let socket_file = match serving.await {
+            Ok(socket_file) => socket_file,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
         reloader.abort();
         if let Some(endpoint) = endpoint {
             endpoint.abort();
         }
-        Ok::<_, StartError>(())
+        Ok::<_, StartError>(socket_file)
     })?;
     // What the recorder still holds is written before the process can exit, and so is a parse
     // cache whose write was put off.
