@@ -1,6 +1,11 @@
 //! Criterion benchmarks of the sidecar's in-process work for one `search`: the evaluation
 //! (repository identity, read, one literal-automaton pass per file and its confirmations) with and without the SQLite commit,
 //! and the engine's scan against a pattern-by-pattern scan on the same files.
+//!
+//! Env: `SEARCH_GUIDELINES` (default 1000), `BENCH_CORPUS=near-miss`, `SEARCH_IDLE_US` (the
+//! pause before each `evaluate_only_after_4ms_idle`, default 4000) and
+//! `ADAPTIVE_GUIDEBOOK_RECORD_METRICS` (passed to the engine: `false` measures the searches
+//! without the metrics recorder).
 
 mod common;
 
@@ -33,7 +38,9 @@ fn bench(c: &mut Criterion) {
         ..Overrides::default()
     };
     let settings = Settings::resolve_with(&overrides, |k| {
-        (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.path().join("home").into_os_string())
+        (k == "ADAPTIVE_GUIDEBOOK_HOME")
+            .then(|| dir.path().join("home").into_os_string())
+            .or_else(|| std::env::var_os(k).filter(|_| k == "ADAPTIVE_GUIDEBOOK_RECORD_METRICS"))
     })
     .unwrap();
     let opened = Instant::now();
@@ -66,7 +73,10 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut total = std::time::Duration::ZERO;
             for _ in 0..iters {
-                std::thread::sleep(std::time::Duration::from_millis(4));
+                std::thread::sleep(std::time::Duration::from_micros(common::env_or(
+                    "SEARCH_IDLE_US",
+                    4000,
+                )));
                 let started = Instant::now();
                 std::hint::black_box(engine.evaluate(&snapshot, &path_refs, false));
                 total += started.elapsed();
@@ -97,6 +107,21 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+
+    // The store's part alone: a new session shown 14 guidelines, as in the searches above.
+    let ids: Vec<&str> = snapshot
+        .guidelines
+        .iter()
+        .take(14)
+        .map(|g| g.id())
+        .collect();
+    g.bench_function("present_14_new", |b| {
+        b.iter(|| {
+            let id = format!("present-{}", session.fetch_add(1, Ordering::Relaxed));
+            let shown = engine.presentations.present_new(&id, &ids, None, |v| v);
+            assert_eq!(shown.unwrap().len(), ids.len());
+        })
+    });
 
     // The same files scanned once per pattern instead of once for all of them.
     let contents: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
