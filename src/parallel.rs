@@ -1,8 +1,9 @@
 //! Work split over the machine's cores: [`map`] with scoped threads, results in the order of
 //! the input, for one-off work (a guidebook walk); [`Helpers`], long-lived threads kept off
-//! their submitter's core, for work that recurs on every request (a search's files); [`InFlight`], the count of calls being
-//! served, which says whether a core is likely to be wanted by another call; [`Gate`], a
-//! counting gate waited on within a deadline (evaluations at once, this process's writer);
+//! their submitter's core, for work that recurs on every request (a search's files);
+//! [`InFlight`], the count of calls being served, which says whether a core is likely to be
+//! wanted by another call and whether a call has the daemon to itself; [`Gate`], a counting
+//! gate waited on within a deadline (evaluations at once, this process's writer);
 //! [`wait_while`], a caller's bounded wait for such work (or a permit, or a first load).
 
 use std::ops::Deref;
@@ -40,17 +41,23 @@ pub fn wait_while<'a, T>(
 /// that has the daemon to itself may spread its work over every core; with others in flight,
 /// each keeps to one: they will want the other cores soon, and handing work to another thread
 /// and back costs wake-ups that eight clients measured at a tenth of the throughput.
-#[derive(Debug, Default)]
-pub struct InFlight(AtomicUsize);
+#[derive(Debug, Default, Clone)]
+pub struct InFlight(Arc<AtomicUsize>);
 
 /// One call counted in [`InFlight`] until dropped.
 #[derive(Debug)]
-pub struct Call<'a>(&'a InFlight);
+pub struct Call {
+    count: Arc<AtomicUsize>,
+    alone: bool,
+}
 
 impl InFlight {
-    pub fn enter(&self) -> Call<'_> {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        Call(self)
+    pub fn enter(&self) -> Call {
+        let before = self.0.fetch_add(1, Ordering::Relaxed);
+        Call {
+            count: self.0.clone(),
+            alone: before == 0,
+        }
     }
 
     /// Calls in flight now, the asker's own included if it is one.
@@ -59,9 +66,17 @@ impl InFlight {
     }
 }
 
-impl Drop for Call<'_> {
+impl Call {
+    /// Whether no other call was in flight when this one entered. Of calls that overlap in
+    /// time, at most one entered alone: each counts itself before it looks.
+    pub fn entered_alone(&self) -> bool {
+        self.alone
+    }
+}
+
+impl Drop for Call {
     fn drop(&mut self) {
-        self.0 .0.fetch_sub(1, Ordering::Relaxed);
+        self.count.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -508,10 +523,14 @@ mod tests {
         let a = calls.enter();
         let b = calls.enter();
         assert_eq!(calls.count(), 2);
+        assert!(a.entered_alone() && !b.entered_alone());
         drop(a);
         assert_eq!(calls.count(), 1);
-        drop(b);
+        let c = calls.enter();
+        assert!(!c.entered_alone(), "b is still in flight");
+        drop((b, c));
         assert_eq!(calls.count(), 0);
+        assert!(calls.enter().entered_alone());
     }
 
     #[test]
