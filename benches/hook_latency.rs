@@ -13,6 +13,9 @@
 //! recording off (`ADAPTIVE_GUIDEBOOK_RECORD_METRICS=0`): what recording costs a hook. With
 //! `HOOK_BENCH_STATIC_SHIM=PATH`, a statically linked `guidebook-hook` (README's Linux install
 //! line; `hook-latency.sh` builds one) runs interleaved against this build's sidecar too.
+//! `HOOK_BENCH_PAUSE_MS=N` sleeps N ms before each search round trip (and the baseline's), as
+//! an agent's edits come seconds apart: the cores have gone idle when the search arrives.
+//! Without it, a round trip follows the previous series within about a millisecond.
 
 mod common;
 
@@ -200,18 +203,21 @@ fn main() {
     let mut t_hook_unbudgeted = vec![];
     let (mut t_base_hook, mut t_base_rpc) = (vec![], vec![]);
     let mut t_static_hook = vec![];
+    let pause = Duration::from_millis(common::env_or("HOOK_BENCH_PAUSE_MS", 0));
     // Interleaved, so that whatever else the machine does affects every series alike.
     for i in 0..runs {
         // A new session each time: every hook really presents its guidelines.
         t_hook.push(ms(hook(&format!("h{i}")).0));
         t_hook_unbudgeted.push(ms(hook_with(&format!("u{i}"), "0").0));
         t_floor.push(ms(floor().0));
+        std::thread::sleep(pause);
         t_rpc.push(ms(rpc(&format!("r{i}"))));
         if static_shim.is_some() {
             t_static_hook.push(ms(static_hook(&format!("s{i}")).0));
         }
         if baseline.is_some() {
             t_base_hook.push(ms(base_hook(&format!("bh{i}")).0));
+            std::thread::sleep(pause);
             t_base_rpc.push(ms(base_rpc(&format!("br{i}"))));
         }
         if i % (runs / cold_runs.max(1)).max(1) == 0 && t_cold.len() < cold_runs {
@@ -229,6 +235,9 @@ fn main() {
         (med, p99)
     };
     println!("workload: 1000 guidelines (1-3 regexes each), 10 Kotlin files x ~20 KB, {shown} guidelines shown per hook");
+    if !pause.is_zero() {
+        println!("each search round trip after a {} ms pause", pause.as_millis());
+    }
     println!(
         "{:<44} {:>5}  {:>9}  {:>9}",
         "series (ms)", "n", "median", "p99"
