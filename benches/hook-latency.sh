@@ -2,7 +2,8 @@
 # End-to-end hook latency benchmark: builds the release binaries, then runs the
 # side-by-side measurement in benches/hook_latency.rs. Env: HOOK_BENCH_RUNS (default 300),
 # HOOK_BENCH_COLD_RUNS (default 30), HOOK_BENCH_BASELINE (a directory with another build's
-# guidebook and guidebook-hook, measured interleaved with this one). On Linux with glibc it
+# guidebook and guidebook-hook, measured interleaved with this one), HOOK_BENCH_PAUSE_MS (a
+# pause before each search round trip). On Linux with glibc it
 # also builds the shim linked statically (README's install line) and measures it alongside.
 set -euo pipefail
 cd "$(dirname "$0")/.."
