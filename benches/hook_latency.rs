@@ -236,7 +236,10 @@ fn main() {
     };
     println!("workload: 1000 guidelines (1-3 regexes each), 10 Kotlin files x ~20 KB, {shown} guidelines shown per hook");
     if !pause.is_zero() {
-        println!("each search round trip after a {} ms pause", pause.as_millis());
+        println!(
+            "each search round trip after a {} ms pause",
+            pause.as_millis()
+        );
     }
     println!(
         "{:<44} {:>5}  {:>9}  {:>9}",
