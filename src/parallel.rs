@@ -355,7 +355,9 @@ mod placement {
         pub fn keep_off_this_core(&self) {
             // SAFETY: sched_getcpu has no preconditions; it answers -1 on failure.
             let cpu = unsafe { libc::sched_getcpu() };
-            if cpu < 0 || self.0.off.swap(cpu, Ordering::Relaxed) == cpu {
+            // A core beyond what a `cpu_set_t` holds cannot be taken out of one.
+            let beyond = usize::try_from(cpu).map_or(true, |c| c >= libc::CPU_SETSIZE as usize);
+            if beyond || self.0.off.swap(cpu, Ordering::Relaxed) == cpu {
                 return;
             }
             let mut set = self.0.allowed;
