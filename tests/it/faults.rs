@@ -150,7 +150,10 @@ fn a_kill_9_under_load_loses_no_acknowledged_write_and_presents_nothing_twice() 
 
     let socket = sidecar.socket.clone();
     let stop = Arc::new(AtomicBool::new(false));
-    // 0 = up before the kill, 1 = killed, 2 = restarted.
+    // 0 = up until the kill, 1 = killed and reaped, 2 = restarting or restarted. A shim run
+    // that begins and ends in phase 1 ran while no sidecar existed: the old one was reaped
+    // before the phase began, the new one is spawned only after it ended (it answers while
+    // still starting, before `start_again` returns).
     let phase = Arc::new(AtomicU64::new(0));
     let acked = Arc::new(Mutex::new(Acknowledged::default()));
     let patch = add_file_patch(
@@ -260,11 +263,11 @@ fn a_kill_9_under_load_loses_no_acknowledged_write_and_presents_nothing_twice() 
     }
 
     std::thread::sleep(Duration::from_millis(800));
-    phase.store(1, Ordering::SeqCst);
     sidecar.kill();
+    phase.store(1, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(800));
-    sidecar.start_again();
     phase.store(2, Ordering::SeqCst);
+    sidecar.start_again();
     std::thread::sleep(Duration::from_millis(800));
     stop.store(true, Ordering::Relaxed);
     for t in threads {
