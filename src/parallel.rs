@@ -41,7 +41,7 @@ pub fn wait_while<'a, T>(
 /// that has the daemon to itself may spread its work over every core; with others in flight,
 /// each keeps to one: they will want the other cores soon, and handing work to another thread
 /// and back costs wake-ups that eight clients measured at a tenth of the throughput.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct InFlight(Arc<AtomicUsize>);
 
 /// One call counted in [`InFlight`] until dropped.
