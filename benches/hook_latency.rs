@@ -325,9 +325,10 @@ fn rpc_round_trip(socket: &Path, session: &str, files: &[PathBuf]) -> Duration {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "search",
         "params": {"sessionId": session, "filepaths": files}})
     .to_string();
+    let request = common::http_post(&body);
     let start = Instant::now();
     let mut s = UnixStream::connect(socket).unwrap();
-    write!(s, "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
     let mut out = Vec::new();
     s.read_to_end(&mut out).unwrap();
     let elapsed = start.elapsed();
