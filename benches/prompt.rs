@@ -5,6 +5,8 @@
 //!
 //! Run with `cargo bench --bench prompt`.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -154,10 +156,7 @@ fn build_through_socket(c: &mut Criterion) {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "buildPrompt",
         "params": {"task": TASK, "context": context()}})
     .to_string();
-    let request = format!(
-        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
+    let request = common::http_post(&body);
     let round_trip = || {
         let mut s = UnixStream::connect(&socket).unwrap();
         s.write_all(request.as_bytes()).unwrap();
