@@ -1,7 +1,7 @@
 //! `guidebook hooks install|uninstall` on real files: our entries merged into Claude Code's
 //! `settings.json` and Codex's `hooks.json` once however often it runs, the user's own hooks
 //! and settings kept byte for byte, a backup, `--print`, and refusal of a broken file. The
-//! README's snippets are what `--print` gives for an empty file.
+//! user guide's snippets (docs/guide/agents.md) are what `--print` gives for an empty file.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -208,9 +208,9 @@ fn codex_project_install_print_and_a_broken_file() {
     assert!(!PathBuf::from(format!("{}.bak", hooks_json.display())).exists());
 }
 
-/// The JSON block that follows `heading` in the README.
+/// The JSON block that follows `heading` in the user guide's page on wiring the agents.
 fn readme_snippet(heading: &str) -> String {
-    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(manifest_dir().join("docs/guide/agents.md")).unwrap();
     let section = &readme[readme.find(heading).unwrap_or_else(|| panic!("{heading}"))..];
     let start = section.find("```json\n").unwrap() + "```json\n".len();
     let end = start + section[start..].find("```").unwrap();
