@@ -11,6 +11,7 @@ mod budget;
 mod build_prompt;
 mod claude_real;
 mod cli;
+mod cli_docs;
 mod codex_real;
 mod doctor;
 mod faults;

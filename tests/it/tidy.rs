@@ -2,7 +2,9 @@
 //!
 //! In the manner of rust-analyzer's tidy test: every `.rs` file opens with a `//!` line of at
 //! most 100 characters that says what it is, and no source comment or document names a
-//! document that is not in this repository (a user who clones it has nothing beside it).
+//! document that is not in this repository (a user who clones it has nothing beside it). A
+//! Markdown link must resolve as a reader's browser resolves it: relative to its own file, and
+//! to a heading (or `id`) of the target when it names one (`file.md#section`, `#section`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -90,8 +92,84 @@ fn resolve_in_repository(dir: &Path, target: &str) -> Option<PathBuf> {
     path.starts_with(root).then_some(path)
 }
 
+/// The anchor GitHub gives a heading: lower case, spaces to `-`, every character but letters,
+/// digits, `-` and `_` dropped (so `` `guidebook mcp` `` and punctuation leave no trace).
+fn heading_slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors a Markdown text offers: each heading's slug (the second of a name gets `-1`, as
+/// on GitHub), outside fenced code, and every explicit `id="..."` or `name="..."`.
+fn anchors(text: &str) -> Vec<String> {
+    let explicit = Regex::new(r#"\b(?:id|name)="([^"]+)""#).unwrap();
+    let mut out: Vec<String> = Vec::new();
+    let mut times: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        out.extend(explicit.captures_iter(line).map(|c| c[1].to_string()));
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if (1..=6).contains(&hashes) && line[hashes..].starts_with(' ') {
+            let slug = heading_slug(&line[hashes..]);
+            let seen = times.entry(slug.clone()).or_insert(0);
+            out.push(if *seen == 0 {
+                slug
+            } else {
+                format!("{slug}-{seen}")
+            });
+            *seen += 1;
+        }
+    }
+    out
+}
+
+/// What is wrong with the Markdown link `target` written in `file` (whose text is `text`):
+/// `None` when it resolves, relative to `file`'s directory (or, starting with `/`, to the
+/// repository's root), to a path that exists, and its `#fragment`, if any, to an anchor of the
+/// Markdown file it points at.
+fn broken_link(file: &Path, text: &str, target: &str) -> Option<&'static str> {
+    let (path, fragment) = match target.split_once('#') {
+        Some((path, fragment)) => (path, Some(fragment)),
+        None => (target, None),
+    };
+    let resolved = if path.is_empty() {
+        file.to_path_buf()
+    } else {
+        match resolve_in_repository(file.parent().unwrap(), path) {
+            Some(resolved) if resolved.exists() => resolved,
+            _ => return Some("no such file, relative to this one"),
+        }
+    };
+    let fragment = fragment.filter(|f| !f.is_empty())?;
+    if resolved.extension().is_none_or(|e| e != "md") {
+        return None;
+    }
+    let target_text = if resolved == file {
+        text.to_string()
+    } else {
+        std::fs::read_to_string(&resolved).ok()?
+    };
+    (!anchors(&target_text).iter().any(|a| a == fragment)).then_some("no such heading or id there")
+}
+
 /// The documents `text` (from `file`) names that this repository does not hold: Markdown link
-/// targets, and `.md` files named in prose or comments.
+/// targets, and `.md` files named in prose or comments. In a document (not `only_comments`),
+/// a link must also resolve as [`broken_link`] says.
 fn missing_references(file: &Path, text: &str, only_comments: bool) -> Vec<String> {
     let link = Regex::new(r"\]\(([^)\s]+)\)").unwrap();
     let url = Regex::new(r"[a-z]+://\S+").unwrap();
@@ -113,18 +191,39 @@ fn missing_references(file: &Path, text: &str, only_comments: bool) -> Vec<Strin
         } else {
             &line[..]
         };
-        let mut targets: Vec<&str> = link
+        let links: Vec<&str> = link
             .captures_iter(line)
             .map(|c| c.get(1).unwrap().as_str())
-            .filter(|t| !t.contains("://") && !t.starts_with('#') && !t.starts_with("mailto:"))
+            .filter(|t| !t.contains("://") && !t.starts_with("mailto:"))
+            .collect();
+        if !only_comments {
+            for target in &links {
+                if let Some(why) = broken_link(file, text, target) {
+                    missing.push(format!("{}:{}: {target} ({why})", relative(file), n + 1));
+                }
+            }
+        }
+        let link_paths: Vec<&str> = links
+            .iter()
+            .filter(|t| !t.starts_with('#'))
             .map(|t| t.split('#').next().unwrap())
             .collect();
+        // In a document the links were checked above, strictly; what is left is prose, which
+        // may name a file from the repository's root.
+        let mut targets: Vec<&str> = if only_comments {
+            link_paths.clone()
+        } else {
+            Vec::new()
+        };
         targets.extend(document.find_iter(line).map(|m| m.as_str()));
         targets.extend(
             upward
                 .captures_iter(line)
                 .map(|c| c.get(1).unwrap().as_str()),
         );
+        if !only_comments {
+            targets.retain(|t| !link_paths.contains(t));
+        }
         targets.sort_unstable();
         targets.dedup();
         for target in targets {
@@ -178,7 +277,7 @@ fn the_reference_checker_finds_what_is_missing() {
     assert_eq!(
         missing,
         [
-            "README.md:1: ../shared/CONTRACT.md",
+            "README.md:1: ../shared/CONTRACT.md (no such file, relative to this one)",
             "README.md:1: docs/NOPE.md"
         ]
     );
@@ -186,5 +285,42 @@ fn the_reference_checker_finds_what_is_missing() {
     assert_eq!(
         missing_references(&manifest_dir().join("src/lib.rs"), rust, true),
         ["src/lib.rs:1: ../shared/STYLE.md"]
+    );
+}
+
+/// A link is resolved as a browser resolves it: `docs/CONTRACT.md` exists from the root, but a
+/// link to it from `docs/guide/` is broken; so is a `#fragment` no heading of the target has.
+#[test]
+fn the_link_checker_finds_a_broken_link_and_a_broken_anchor() {
+    let file = manifest_dir().join("docs/guide/README.md");
+    let text = "# Guide\n\
+                ## Wire it into `Codex`\n\
+                [ok](../CONTRACT.md) [ok](agents.md#install-the-hooks-with-one-command)\n\
+                [ok](#wire-it-into-codex) [ok](../../README.md#command-line)\n\
+                [bad](docs/CONTRACT.md) [bad](agents.md#no-such-section) [bad](#guide-1)\n\
+                [bad](../../README.md#two-commands) [bad](nope.md)\n\
+                ```sh\n# not-a-heading\n```\n[bad](#not-a-heading)\n";
+    assert_eq!(
+        missing_references(&file, text, false),
+        [
+            "docs/guide/README.md:5: docs/CONTRACT.md (no such file, relative to this one)",
+            "docs/guide/README.md:5: agents.md#no-such-section (no such heading or id there)",
+            "docs/guide/README.md:5: #guide-1 (no such heading or id there)",
+            "docs/guide/README.md:6: ../../README.md#two-commands (no such heading or id there)",
+            "docs/guide/README.md:6: nope.md (no such file, relative to this one)",
+            "docs/guide/README.md:10: #not-a-heading (no such heading or id there)",
+        ]
+    );
+}
+
+#[test]
+fn headings_get_githubs_anchors() {
+    assert_eq!(
+        anchors("# A\n## Hooks with no process per edit: `guidebook mcp`\n## A\n## A\n<a id=\"x\"></a>\n"),
+        ["a", "hooks-with-no-process-per-edit-guidebook-mcp", "a-1", "a-2", "x"]
+    );
+    assert_eq!(
+        heading_slug(" Issue 12: the ≤ 0.5 ms search and the 1.6× under load (2026-12-05, night)"),
+        "issue-12-the--05-ms-search-and-the-16-under-load-2026-12-05-night"
     );
 }
