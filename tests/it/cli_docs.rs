@@ -140,7 +140,9 @@ fn differences(
         } else if let Some(own) = leaves.get(&command) {
             own
         } else {
-            problems.push(format!("`{line}`: `{command}` is not a command --help lists"));
+            problems.push(format!(
+                "`{line}`: `{command}` is not a command --help lists"
+            ));
             continue;
         };
         if !documented.insert(command.clone()) {
@@ -157,7 +159,10 @@ fn differences(
             ));
         }
     }
-    for command in leaves.keys().chain(std::iter::once(&"guidebook".to_string())) {
+    for command in leaves
+        .keys()
+        .chain(std::iter::once(&"guidebook".to_string()))
+    {
         if !documented.contains(command) {
             problems.push(format!("`{command}` is in --help but not in the README"));
         }
