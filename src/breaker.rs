@@ -151,7 +151,7 @@ const STOP_ADVICE: &str = "Stop and rethink the approach, or ask the user.";
 
 fn reset_hint(session_id: &str) -> String {
     format!(
-        "Reset: guidebook breaker reset --session {}",
+        "Only the user can reset it: guidebook breaker reset --session {}",
         shell_word(session_id)
     )
 }
@@ -346,7 +346,7 @@ mod tests {
             Some(
                 "Circuit breaker: pyright reportAttributeAccessIssue in /src/dispatch.py failed \
                  3 check runs in a row. Stop and rethink the approach, or ask the user. \
-                 Reset: guidebook breaker reset --session sess-1"
+                 Only the user can reset it: guidebook breaker reset --session sess-1"
             )
         );
     }

@@ -119,13 +119,60 @@ fn open_start_lock(socket: &Path) -> io::Result<File> {
             .map_err(|e| with_path(e, "creating", dir))?;
     }
     let path = start_lock_path(socket);
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .mode(0o600)
+        .custom_flags(O_NOFOLLOW)
         .open(&path)
-        .map_err(|e| with_path(e, "opening", &path))
+        .map_err(|e| with_path(e, "opening", &path))?;
+    regular(file, &path)
+}
+
+/// `O_NOFOLLOW`, which std does not name: the lock and the log are opened only if they are not
+/// symlinks, so a link planted at their place cannot make a shim write elsewhere.
+#[cfg(any(
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "freebsd",
+    target_os = "openbsd",
+    target_os = "netbsd",
+    target_os = "dragonfly"
+))]
+const O_NOFOLLOW: i32 = 0x100;
+#[cfg(all(
+    target_os = "linux",
+    any(
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "powerpc",
+        target_arch = "powerpc64"
+    )
+))]
+const O_NOFOLLOW: i32 = 0o100000;
+#[cfg(all(
+    target_os = "linux",
+    not(any(
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "powerpc",
+        target_arch = "powerpc64"
+    ))
+))]
+const O_NOFOLLOW: i32 = 0o400000;
+
+/// `file` if it is a regular file: a FIFO or a device at the lock's or the log's place is not
+/// ours to write.
+fn regular(file: File, path: &Path) -> io::Result<File> {
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ))
+    }
 }
 
 /// Starts `guidebook serve --socket SOCKET` detached: no terminal, stdin and stdout on
@@ -141,12 +188,14 @@ fn spawn_daemon(socket: &Path, report: &mut dyn FnMut(&str)) -> io::Result<()> {
         )
     })?;
     let log_path = log_path(socket);
-    let mut log = OpenOptions::new()
+    let log = OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(O_NOFOLLOW)
         .open(&log_path)
         .map_err(|e| with_path(e, "opening", &log_path))?;
+    let mut log = regular(log, &log_path)?;
     let child = Command::new(&daemon)
         .arg("serve")
         .arg("--socket")

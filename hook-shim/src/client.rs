@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -28,6 +29,9 @@ pub enum ClientError {
     /// The sidecar closed a kept-alive connection without answering (it was restarted, say);
     /// the request can be sent again on a new connection.
     Closed,
+    /// The socket file belongs to another user: whoever bound it is not this user's sidecar,
+    /// and nothing is sent to it (session ids, file paths) or believed from it.
+    Foreign { owner: u32, me: u32 },
 }
 
 impl fmt::Display for ClientError {
@@ -38,6 +42,10 @@ impl fmt::Display for ClientError {
             ClientError::Io(e) => write!(f, "talking to the sidecar failed: {e}"),
             ClientError::Http(why) => write!(f, "bad HTTP response from the sidecar: {why}"),
             ClientError::Status(code) => write!(f, "the sidecar answered HTTP {code}"),
+            ClientError::Foreign { owner, me } => write!(
+                f,
+                "the socket belongs to uid {owner}, not to this user (uid {me}): not talking to it"
+            ),
             ClientError::Closed => write!(f, "the sidecar closed the connection without answering"),
         }
     }
@@ -63,9 +71,33 @@ fn io_error(e: io::Error) -> ClientError {
 
 /// Connects to the sidecar's socket. A Unix-socket connect either succeeds or fails at once,
 /// except when the listener's backlog is full; the binary's watchdog covers that case.
+///
+/// A socket file owned by another user is refused before connecting: the file is created by
+/// whoever binds it, so in a shared directory (a socket path under `/tmp`, say) another user
+/// could otherwise stand in for the sidecar. (The sidecar checks its clients' uid the same way
+/// from its side.)
 pub fn connect(socket: &Path, deadline: Instant) -> Result<UnixStream, ClientError> {
     remaining(deadline)?;
+    if let Ok(meta) = std::fs::metadata(socket) {
+        let me = effective_uid();
+        if meta.uid() != me {
+            return Err(ClientError::Foreign {
+                owner: meta.uid(),
+                me,
+            });
+        }
+    }
     UnixStream::connect(socket).map_err(ClientError::Connect)
+}
+
+/// This process's effective uid. std has no safe call for it; `geteuid` is in every Unix libc,
+/// which std links already, so no crate is needed for it.
+pub fn effective_uid() -> u32 {
+    extern "C" {
+        fn geteuid() -> u32;
+    }
+    // SAFETY: geteuid takes no arguments, has no preconditions and cannot fail.
+    unsafe { geteuid() }
 }
 
 /// Sends `body` as `POST /` and returns the body of a 200 response, all before `deadline`.

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::breaker::{self, BreakerAction, BreakerVerdict};
 use crate::client::ClientError;
 use crate::event::HookEvent;
+use crate::guard::{self, Protected};
 use crate::output::{render_hook, Shape};
 use crate::plan::{plan_event, Action};
 use crate::protocol::parse_response;
@@ -42,22 +43,36 @@ pub struct HookPlan {
     pub shape: Shape,
     pub action: Action,
     pub breaker: Option<BreakerAction>,
+    /// The reason to deny a tool call that would lift the agent's own guardrails: decided
+    /// here, without the sidecar, and before anything is asked of it.
+    pub guard: Option<String>,
 }
 
 impl HookPlan {
     /// The plan for `event`, or `None` when the hook has nothing to ask and prints nothing.
-    /// The event is read once, into a [`HookEvent`] that the planner and the breaker share.
-    pub fn of(event: &Value) -> Option<HookPlan> {
+    /// The event is read once, into a [`HookEvent`] that the guard, the planner and the breaker
+    /// share; a call the guard denies asks the sidecar nothing.
+    pub fn of(event: &Value, protected: &Protected) -> Option<HookPlan> {
         let event = HookEvent::read(event)?;
+        let shape = Shape::of(&event);
+        if let Some(reason) = guard::check(&event, protected) {
+            return Some(HookPlan {
+                shape,
+                action: Action::Nothing,
+                breaker: None,
+                guard: Some(reason),
+            });
+        }
         let action = plan_event(&event);
         let breaker = breaker::plan_event(&event);
         if action == Action::Nothing && breaker.is_none() {
             None
         } else {
             Some(HookPlan {
-                shape: Shape::of(&event),
+                shape,
                 action,
                 breaker,
+                guard: None,
             })
         }
     }
@@ -66,6 +81,10 @@ impl HookPlan {
     /// newline), or `None` for no output. `max_tokens` is the guideline text's budget. Every
     /// failure is reported through `link` and ends in silence, never in an error for the agent.
     pub fn run(&self, max_tokens: Option<u64>, link: &mut dyn SidecarLink) -> Option<String> {
+        if let Some(reason) = &self.guard {
+            let deny = BreakerVerdict::Deny(reason.clone());
+            return render_hook(self.shape, &Action::Nothing, None, &deny);
+        }
         let search = match self.action {
             Action::Nothing => None,
             _ => {
@@ -101,13 +120,15 @@ impl HookPlan {
 }
 
 /// The line a hook prints for `event` (without its newline), or `None` for no output:
-/// [`HookPlan::of`] then [`HookPlan::run`].
+/// [`HookPlan::of`] then [`HookPlan::run`]. `protected` are the sidecar's places the agent may
+/// not touch (see [`guard`]).
 pub fn handle_event(
     event: &Value,
     max_tokens: Option<u64>,
+    protected: &Protected,
     link: &mut dyn SidecarLink,
 ) -> Option<String> {
-    HookPlan::of(event)?.run(max_tokens, link)
+    HookPlan::of(event, protected)?.run(max_tokens, link)
 }
 
 #[cfg(test)]
@@ -152,7 +173,10 @@ mod tests {
         let mut link = scripted(vec![]);
         let event =
             json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Read"});
-        assert_eq!(handle_event(&event, None, &mut link), None);
+        assert_eq!(
+            handle_event(&event, None, &Protected::default(), &mut link),
+            None
+        );
         assert!(link.asked.is_empty());
     }
 
@@ -163,7 +187,7 @@ mod tests {
         )]);
         let event = json!({"session_id": "s", "hook_event_name": "PostToolUse",
             "tool_name": "Write", "tool_input": {"file_path": "/p/a.py"}});
-        let line = handle_event(&event, Some(2000), &mut link).unwrap();
+        let line = handle_event(&event, Some(2000), &Protected::default(), &mut link).unwrap();
         assert_eq!(
             line,
             r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"Adaptive Guidebook guidelines relevant to the latest changes:\n\n[a]\nDo A."}}"#
@@ -182,11 +206,17 @@ mod tests {
         let event =
             json!({"session_id": "s", "hook_event_name": "SessionStart", "source": "clear"});
         let mut down = scripted(vec![Err(())]);
-        assert_eq!(handle_event(&event, None, &mut down), None);
+        assert_eq!(
+            handle_event(&event, None, &Protected::default(), &mut down),
+            None
+        );
         let mut refusing = scripted(vec![Ok(
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}"#,
         )]);
-        assert_eq!(handle_event(&event, None, &mut refusing), None);
+        assert_eq!(
+            handle_event(&event, None, &Protected::default(), &mut refusing),
+            None
+        );
         assert_eq!(refusing.reports, ["sidecar error -32602: no"]);
     }
 
@@ -197,7 +227,7 @@ mod tests {
         )]);
         let event = json!({"session_id": "s", "hook_event_name": "PreToolUse",
             "tool_name": "apply_patch", "tool_input": {"command": "*** Begin Patch\n*** End Patch\n"}});
-        let line = handle_event(&event, None, &mut link).unwrap();
+        let line = handle_event(&event, None, &Protected::default(), &mut link).unwrap();
         assert_eq!(
             line,
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"Stop."}}"#
@@ -207,5 +237,19 @@ mod tests {
             !link.asked[0].1,
             "the breaker's calls never start a sidecar"
         );
+    }
+
+    #[test]
+    fn a_guarded_call_is_denied_without_asking_the_sidecar() {
+        let mut link = scripted(vec![]);
+        let event = json!({"session_id": "s", "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "guidebook breaker reset --session s"}});
+        let line = handle_event(&event, None, &Protected::default(), &mut link).unwrap();
+        let output: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            output["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{line}"
+        );
+        assert!(link.asked.is_empty(), "the sidecar is not asked");
     }
 }

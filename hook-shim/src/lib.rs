@@ -17,6 +17,8 @@
 //! - [`checks`]: ruff and pyright runs in a shell command, and their diagnostics in its output.
 //! - [`breaker`]: the circuit breaker's hook: a check run for `recordError`, the `PreToolUse`
 //!   gate of a halted session.
+//! - [`guard`]: the agent cannot lift its own guardrails: a `PreToolUse` that would reset the
+//!   breaker, change flags or hooks, or touch the sidecar's files is denied, sidecar unasked.
 //! - [`hook`]: [`hook::handle_event`], the whole hook over a [`hook::SidecarLink`]: read, plan,
 //!   ask, render.
 //! - [`client`]: the blocking HTTP/1.1 client on the Unix socket, bounded by a deadline, one call
@@ -35,6 +37,7 @@ pub mod breaker;
 pub mod checks;
 pub mod client;
 pub mod event;
+pub mod guard;
 pub mod hook;
 mod output;
 mod patch;

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use guidebook_hook::autostart;
 use guidebook_hook::client::{self, ClientError};
 use guidebook_hook::event::Host;
+use guidebook_hook::guard::Protected;
 use guidebook_hook::hook::{HookPlan, SidecarLink};
 use guidebook_hook::protocol::deadline_ms;
 
@@ -99,14 +100,27 @@ fn run(started: Instant) {
             return;
         }
     };
-    let Some(hook) = HookPlan::of(&event) else {
+    let socket = socket_flag.or_else(default_socket);
+    let protected = protected_places(socket.as_deref());
+    let Some(hook) = HookPlan::of(&event, &protected) else {
         return;
     };
     if hook.shape.host == Host::GeminiCli {
         GEMINI.store(true, Ordering::SeqCst);
     }
-    let Some(socket) = socket_flag.or_else(default_socket) else {
-        diag!("no socket: set --socket, ADAPTIVE_GUIDEBOOK_SOCKET or HOME");
+    if hook.guard.is_some() {
+        diag!("denied a tool call that would lift the agent's own guardrails");
+    }
+    let Some(socket) = socket else {
+        match hook.guard {
+            // A denial needs no sidecar.
+            Some(_) => {
+                if let Some(line) = hook.run(max_tokens, &mut NoSidecar) {
+                    print_line(&line, deadline);
+                }
+            }
+            None => diag!("no socket: set --socket, ADAPTIVE_GUIDEBOOK_SOCKET or HOME"),
+        }
         return;
     };
     let autostart = std::env::var_os("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART").is_none_or(|v| v != "1");
@@ -158,6 +172,76 @@ impl SidecarLink for ShimLink {
     fn report(&mut self, problem: &str) {
         diag!("{problem}");
     }
+}
+
+/// The link when no socket can be named: every exchange fails (only a guard's denial, which
+/// asks nothing, gets an answer through it).
+struct NoSidecar;
+
+impl SidecarLink for NoSidecar {
+    fn exchange(&mut self, _: &dyn Fn(u64) -> String, _: bool) -> Result<Vec<u8>, ClientError> {
+        Err(ClientError::Closed)
+    }
+
+    fn report(&mut self, problem: &str) {
+        diag!("{problem}");
+    }
+}
+
+/// The sidecar's places the agent may not touch (see `guard`): its home directory, socket,
+/// database, flags file and config file, where the environment and `config.yaml` put them.
+/// The defaults are the sidecar's; `config.yaml` is read only for its top-level `socket`, `db`
+/// and `flags` lines (this binary parses no YAML), which covers what the sidecar's own sample
+/// shows.
+fn protected_places(socket: Option<&std::path::Path>) -> Protected {
+    let home = env_nonempty("HOME").map(PathBuf::from);
+    let sidecar_home = env_nonempty("ADAPTIVE_GUIDEBOOK_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".adaptive-guidebook")));
+    let Some(sidecar_home) = sidecar_home else {
+        return Protected::new(
+            &socket.map(PathBuf::from).into_iter().collect::<Vec<_>>(),
+            None,
+        );
+    };
+    let config = env_nonempty("ADAPTIVE_GUIDEBOOK_CONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| sidecar_home.join("config.yaml"));
+    let mut places = vec![sidecar_home.clone()];
+    places.extend(socket.map(PathBuf::from));
+    for (var, default) in [
+        ("ADAPTIVE_GUIDEBOOK_DB", "adaptive-guidebook.db"),
+        ("ADAPTIVE_GUIDEBOOK_FLAGS", "feature_flags.json"),
+    ] {
+        places.push(
+            env_nonempty(var)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| sidecar_home.join(default)),
+        );
+    }
+    if let Ok(text) = std::fs::read_to_string(&config) {
+        let dir = config.parent().unwrap_or(std::path::Path::new("/"));
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            if !matches!(key, "socket" | "db" | "flags") {
+                continue;
+            }
+            let value = value.split(" #").next().unwrap_or("").trim();
+            let value = value.trim_matches(|c| c == '"' || c == '\'');
+            if value.is_empty() {
+                continue;
+            }
+            let path = match (value.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => dir.join(value),
+            };
+            places.push(path);
+        }
+    }
+    places.push(config);
+    Protected::new(&places, home.as_deref())
 }
 
 /// Parses the command line. Returns the `--socket` value, if any, or `None` when the process

@@ -582,3 +582,160 @@ fn the_token_budget_comes_from_the_environment_and_zero_sends_none() {
         assert_eq!(sent, expected, "ADAPTIVE_GUIDEBOOK_HOOK_MAX_TOKENS={value}");
     }
 }
+
+/// The agent's own shell command that would reset its breaker is denied by the real shim, in
+/// each host's deny shape, with no sidecar running and none started (a guardrail that needed
+/// the sidecar could be lifted by stopping it).
+#[test]
+fn a_shell_command_that_lifts_a_guardrail_is_denied_without_a_sidecar() {
+    let dir = TempDir::new();
+    let (daemon, args) = fake_daemon(&dir.0);
+    let socket = dir.0.join("run/sidecar.sock");
+    let run = |event: Value| {
+        run_shim(
+            &["--socket", socket.to_str().unwrap()],
+            &[
+                ("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", TIMEOUT_MS),
+                ("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "0"),
+                ("ADAPTIVE_GUIDEBOOK_BIN", daemon.to_str().unwrap()),
+            ],
+            event.to_string().as_bytes(),
+        )
+    };
+    let claude = run(json!({"session_id": "s", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "cwd": "/w",
+        "tool_input": {"command": "guidebook breaker reset --session s"}}));
+    assert!(claude.status.success());
+    let output: Value = serde_json::from_str(claude.stdout.trim()).unwrap();
+    let specific = &output["hookSpecificOutput"];
+    assert_eq!(specific["hookEventName"], "PreToolUse");
+    assert_eq!(specific["permissionDecision"], "deny");
+    let reason = specific["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.contains("guidebook breaker reset"), "{reason}");
+    assert!(reason.contains("ask the user"), "{reason}");
+
+    let codex_socket = run(json!({"session_id": "s", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "cwd": "/w", "tool_input": {"command": format!(
+            "curl -s --unix-socket {} http://x/ -d '{{\"method\":\"setFlag\"}}'", socket.display())}}));
+    let output: Value = serde_json::from_str(codex_socket.stdout.trim()).unwrap();
+    assert_eq!(output["hookSpecificOutput"]["permissionDecision"], "deny");
+
+    let gemini = run(json!({"session_id": "s", "hook_event_name": "BeforeTool",
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": "guidebook flags set hooks_enabled false"}}));
+    let output: Value = serde_json::from_str(gemini.stdout.trim()).unwrap();
+    assert_eq!(output["decision"], "deny", "{}", gemini.stdout);
+
+    // An ordinary command says nothing, asks nothing and starts nothing.
+    let ordinary = run(json!({"session_id": "s", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "cwd": "/w", "tool_input": {"command": "guidebook status"}}));
+    assert_silent_success(&ordinary);
+    assert!(
+        !args.exists(),
+        "no sidecar was started: {:?}",
+        std::fs::read_to_string(&args)
+    );
+}
+
+/// The default places come from the environment: a write to the flags file
+/// `ADAPTIVE_GUIDEBOOK_FLAGS` names, or to the database under `ADAPTIVE_GUIDEBOOK_HOME`, and a
+/// `config.yaml` that moves the database elsewhere.
+#[test]
+fn the_protected_places_follow_the_environment_and_config_yaml() {
+    let dir = TempDir::new();
+    let home = dir.0.join("gb");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.yaml"),
+        "db: /var/lib/team/gb.db # moved\n",
+    )
+    .unwrap();
+    let decision = |command: &str| {
+        let run = run_shim(
+            &[],
+            &[
+                ("ADAPTIVE_GUIDEBOOK_HOME", home.to_str().unwrap()),
+                ("ADAPTIVE_GUIDEBOOK_FLAGS", "/etc/team/flags.json"),
+            ],
+            json!({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                "cwd": "/w", "tool_input": {"command": command}})
+            .to_string()
+            .as_bytes(),
+        );
+        assert!(run.status.success());
+        run.stdout.contains("\"deny\"")
+    };
+    assert!(decision("echo '{}' > /etc/team/flags.json"));
+    assert!(decision(&format!(
+        "rm {}/adaptive-guidebook.db",
+        home.display()
+    )));
+    assert!(decision(
+        "sqlite3 /var/lib/team/gb.db 'delete from breaker_runs'"
+    ));
+    assert!(!decision("cat /etc/team/flags.json"));
+    assert!(!decision("sqlite3 /var/lib/other.db .tables"));
+}
+
+/// A socket file that another user bound is not talked to: nothing is sent to it, and the
+/// shim says whose it is. Needs root, to give the socket away.
+#[test]
+fn a_socket_owned_by_another_user_is_not_used() {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() != 0) {
+        panic!("this test runs as root (CI does) to give a socket to another uid");
+    }
+    let dir = TempDir::new();
+    let socket = dir.0.join("sidecar.sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    std::os::unix::fs::chown(&socket, Some(65534), None).unwrap();
+    let run = run_with_socket(&socket, APPLY_PATCH_ADD);
+    assert_silent_success(&run);
+    assert!(
+        run.stderr.contains("belongs to uid 65534"),
+        "{}",
+        run.stderr
+    );
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == io::ErrorKind::WouldBlock),
+        "the shim connected to another user's socket"
+    );
+}
+
+/// The start lock and the log next to the socket are never opened through a symlink: one
+/// planted there makes the start fail (and the hook stay silent), and its target is untouched.
+#[test]
+fn autostart_does_not_follow_a_symlinked_lock_or_log() {
+    for planted in ["sidecar.sock.start.lock", "sidecar.log"] {
+        let dir = TempDir::new();
+        let (daemon, args) = fake_daemon(&dir.0);
+        let run_dir = dir.0.join("run");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let victim = dir.0.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&victim, run_dir.join(planted)).unwrap();
+        let socket = run_dir.join("sidecar.sock");
+        let run = run_shim(
+            &["--socket", socket.to_str().unwrap()],
+            &[
+                ("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", "300"),
+                ("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "0"),
+                ("ADAPTIVE_GUIDEBOOK_BIN", daemon.to_str().unwrap()),
+            ],
+            APPLY_PATCH_ADD.as_bytes(),
+        );
+        assert_silent_success(&run);
+        assert!(
+            run.stderr.contains("cannot start the sidecar"),
+            "{planted}: {}",
+            run.stderr
+        );
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "precious\n",
+            "{planted}"
+        );
+        assert!(!args.exists(), "{planted}: the daemon was started anyway");
+    }
+}

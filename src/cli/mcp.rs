@@ -11,6 +11,7 @@ use super::CliError;
 use crate::config::Settings;
 use crate::mcp::link::Sidecar;
 use crate::mcp::{self, GuidebookMcp, McpOptions};
+use guidebook_hook::guard::Protected;
 
 /// The shim's defaults, so that both wirings behave the same.
 const DEFAULT_HOOK_TIMEOUT_MS: u64 = 2000;
@@ -19,7 +20,7 @@ const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// The agent tools wait as long as the CLI does.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub fn run(settings: &Settings) -> Result<ExitCode, CliError> {
+pub fn run(settings: &Settings, orchestrator: bool) -> Result<ExitCode, CliError> {
     let autostart = std::env::var_os("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART").is_none_or(|v| v != "1");
     let options = McpOptions {
         hook_timeout: Duration::from_millis(
@@ -34,10 +35,35 @@ pub fn run(settings: &Settings) -> Result<ExitCode, CliError> {
             n => Some(n),
         },
         tool_timeout: TOOL_TIMEOUT,
+        orchestrator,
     };
-    let server = GuidebookMcp::new(Sidecar::new(settings.socket.clone(), autostart), options);
+    let server = GuidebookMcp::new(
+        Sidecar::new(settings.socket.clone(), autostart),
+        options,
+        protected_places(settings),
+    );
     mcp::serve(server)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sidecar's places the `hook` tool's guard keeps the agent away from: exactly where these
+/// settings put them.
+fn protected_places(settings: &Settings) -> Protected {
+    let config = settings
+        .config
+        .clone()
+        .unwrap_or_else(|| settings.home.join("config.yaml"));
+    let places = [
+        settings.home.clone(),
+        settings.socket.clone(),
+        settings.db.clone(),
+        settings.flags.clone(),
+        config,
+    ];
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from);
+    Protected::new(&places, home.as_deref())
 }
 
 /// A whole number from the environment, or `default` when unset, empty or not a number (a

@@ -150,7 +150,13 @@ pub enum Command {
     },
     /// Serve MCP on stdio (one process per agent session): the `hook` tool for the agents'
     /// `mcp_tool` hooks, and guideline, prompt and breaker tools for agents to call.
-    Mcp,
+    Mcp {
+        /// Also offer the orchestrator's tools (record_qc_result, record_qc_review,
+        /// record_session_tokens, ab_assign). Never in an agent's MCP config: the model being
+        /// measured must not write its own measurements.
+        #[arg(long)]
+        orchestrator: bool,
+    },
     /// The rollout's measurements: baseline, weekly files and their trend picture.
     Metrics {
         #[command(subcommand)]
@@ -328,7 +334,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
             },
         ),
         Command::Breaker { command } => breaker::run(&settings, command),
-        Command::Mcp => mcp::run(&settings),
+        Command::Mcp { orchestrator } => mcp::run(&settings, orchestrator),
         Command::Metrics { command } => metrics::run(&settings, command),
         Command::Ab { command } => metrics::run_ab(&settings, command),
     }

@@ -26,6 +26,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
+use guidebook_hook::guard::Protected;
 use guidebook_hook::protocol::CallError;
 use link::{HookLink, Sidecar};
 
@@ -38,6 +39,10 @@ pub struct McpOptions {
     pub max_tokens: Option<u64>,
     /// Patience for the agent tools' calls.
     pub tool_timeout: Duration,
+    /// Whether the orchestrator's tools ([`tools::ORCHESTRATOR_TOOLS`]: QC results, reviews,
+    /// token counts, A/B assignments) are offered. Off for the server agents load: the model
+    /// being measured must not be able to write its own measurements.
+    pub orchestrator: bool,
 }
 
 /// The MCP server: a handle on the sidecar and the options.
@@ -45,13 +50,16 @@ pub struct McpOptions {
 pub struct GuidebookMcp {
     sidecar: Arc<Sidecar>,
     options: McpOptions,
+    /// The sidecar's places the `hook` tool's guard keeps the agent away from.
+    protected: Arc<Protected>,
 }
 
 impl GuidebookMcp {
-    pub fn new(sidecar: Sidecar, options: McpOptions) -> GuidebookMcp {
+    pub fn new(sidecar: Sidecar, options: McpOptions, protected: Protected) -> GuidebookMcp {
         GuidebookMcp {
             sidecar: Arc::new(sidecar),
             options,
+            protected: Arc::new(protected),
         }
     }
 
@@ -61,7 +69,13 @@ impl GuidebookMcp {
             sidecar: &self.sidecar,
             deadline: Instant::now() + self.options.hook_timeout,
         };
-        match guidebook_hook::hook::handle_event(&event, self.options.max_tokens, &mut link) {
+        let answer = guidebook_hook::hook::handle_event(
+            &event,
+            self.options.max_tokens,
+            &self.protected,
+            &mut link,
+        );
+        match answer {
             // Past the deadline the shim would have been stopped by its watchdog: no output.
             Some(line) if Instant::now() < link.deadline => format!("{line}\n"),
             Some(_) => {
@@ -77,6 +91,12 @@ impl GuidebookMcp {
         if name == tools::HOOK {
             let text = self.hook(Value::Object(arguments));
             return CallToolResult::success(vec![ContentBlock::text(text)]);
+        }
+        if !self.options.orchestrator && tools::ORCHESTRATOR_TOOLS.contains(&name) {
+            return tool_error(format!(
+                "{name} is an orchestrator's tool and this server was not started with \
+                 `guidebook mcp --orchestrator`"
+            ));
         }
         let call = match tools::sidecar_call(name, arguments) {
             Some(Ok(call)) => call,
@@ -114,7 +134,9 @@ impl ServerHandler for GuidebookMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::all()))
+        Ok(ListToolsResult::with_all_items(tools::offered(
+            self.options.orchestrator,
+        )))
     }
 
     async fn call_tool(

@@ -173,6 +173,23 @@ pub struct TaskParams {
     pub task_id: String,
 }
 
+/// The tools only an orchestrator is offered (`guidebook mcp --orchestrator`): they write the
+/// rollout's measurements, which the model being measured must not be able to forge.
+pub const ORCHESTRATOR_TOOLS: [&str; 4] = [
+    "record_qc_result",
+    "record_qc_review",
+    "record_session_tokens",
+    "ab_assign",
+];
+
+/// The tools a server offers: every tool for an orchestrator, the agent's tools otherwise.
+pub fn offered(orchestrator: bool) -> Vec<Tool> {
+    all()
+        .into_iter()
+        .filter(|t| orchestrator || !ORCHESTRATOR_TOOLS.contains(&t.name.as_ref()))
+        .collect()
+}
+
 /// Every tool, in the order `tools/list` shows them.
 pub fn all() -> Vec<Tool> {
     let read_only = ToolAnnotations::new().read_only(true);
@@ -368,6 +385,19 @@ mod tests {
             Value::Object(object) => object,
             _ => panic!("not an object"),
         }
+    }
+
+    #[test]
+    fn an_agent_s_server_offers_no_orchestrator_tool() {
+        let names = |tools: Vec<Tool>| -> Vec<String> {
+            tools.into_iter().map(|t| t.name.to_string()).collect()
+        };
+        let agent = names(offered(false));
+        assert_eq!(agent.len(), all().len() - ORCHESTRATOR_TOOLS.len());
+        assert!(ORCHESTRATOR_TOOLS
+            .iter()
+            .all(|t| !agent.iter().any(|a| a == t)));
+        assert_eq!(names(offered(true)), names(all()));
     }
 
     #[test]

@@ -40,7 +40,7 @@ fn the_contract_examples_through_the_daemon() {
     assert_eq!(
         halted,
         json!({"state": "halt", "totalErrors": 3,
-            "reason": "Circuit breaker: pyright reportAttributeAccessIssue in /src/dispatch.py failed 3 check runs in a row. Stop and rethink the approach, or ask the user. Reset: guidebook breaker reset --session a",
+            "reason": "Circuit breaker: pyright reportAttributeAccessIssue in /src/dispatch.py failed 3 check runs in a row. Stop and rethink the approach, or ask the user. Only the user can reset it: guidebook breaker reset --session a",
             "trippedBy": {"tool": "pyright", "code": ATTR, "file": "/src/dispatch.py", "streak": 3}})
     );
 
@@ -247,7 +247,7 @@ fn codex_bash_pyright_runs_halt_the_session_and_its_edits_are_denied() {
     let dispatch = "/tmp/guidebook-checks/project/src/app/dispatch.py";
     let reason = format!(
         "Circuit breaker: pyright reportMissingImports in {dispatch} failed 3 check runs in a \
-         row. Stop and rethink the approach, or ask the user. Reset: guidebook breaker reset \
+         row. Stop and rethink the approach, or ask the user. Only the user can reset it: guidebook breaker reset \
          --session {session}"
     );
     assert_eq!(
@@ -281,7 +281,43 @@ fn codex_bash_pyright_runs_halt_the_session_and_its_edits_are_denied() {
     other["session_id"] = json!("another-session");
     assert_eq!(sidecar.hook(&other).stdout, "");
 
-    // After a reset the edit goes through.
+    // The agent cannot lift the halt itself: its shell tool's reset, flag change or direct
+    // call on the socket is denied before it runs, and the session stays halted.
+    let socket = sidecar.socket.display().to_string();
+    for command in [
+        format!("guidebook breaker reset --session {session}"),
+        "guidebook flags set hooks_enabled false".to_owned(),
+        format!(
+            "curl -s --unix-socket {socket} http://localhost/ -d \
+             '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resetBreaker\",\"params\":{{\"sessionId\":\"{session}\"}}}}'"
+        ),
+    ] {
+        let mut shell = pre.clone();
+        shell["tool_name"] = json!("Bash");
+        shell["tool_input"] = json!({"command": command});
+        let run = sidecar.hook(&shell);
+        let output: Value = serde_json::from_str(run.stdout.trim())
+            .unwrap_or_else(|e| panic!("{command}: {e}: {:?} {}", run.stdout, run.stderr));
+        assert_valid_pre_tool_use_output(&run.stdout);
+        let specific = &output["hookSpecificOutput"];
+        assert_eq!(specific["permissionDecision"], "deny", "{command}");
+        assert!(
+            specific["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .contains("ask the user to do it"),
+            "{output}"
+        );
+    }
+    let status = sidecar.result("breakerStatus", json!({"sessionId": session}));
+    assert_eq!(status["state"], "halt", "still halted");
+    // Its other shell commands are not held up by the guard.
+    let mut ls = pre.clone();
+    ls["tool_name"] = json!("Bash");
+    ls["tool_input"] = json!({"command": "ls -la && guidebook status"});
+    assert_eq!(sidecar.hook(&ls).stdout, "");
+
+    // After the user's reset the edit goes through.
     sidecar.cli(&["breaker", "reset", "--session", session]);
     assert_eq!(sidecar.hook(&pre).stdout, "");
 }

@@ -153,6 +153,13 @@ fn mcp_command(sidecar: &Sidecar) -> Command {
     cmd
 }
 
+/// `guidebook mcp --orchestrator` for this sidecar: every tool, the orchestrator's included.
+fn orchestrator_command(sidecar: &Sidecar) -> Command {
+    let mut cmd = mcp_command(sidecar);
+    cmd.arg("--orchestrator");
+    cmd
+}
+
 /// Checks a `hook` text the way the shim's stdout is checked: empty, or one line of JSON valid
 /// against Codex's output schema for the event.
 fn assert_valid(event: &Value, text: &str) {
@@ -166,7 +173,29 @@ fn assert_valid(event: &Value, text: &str) {
 fn tools_list_names_every_tool_with_a_schema_under_each_protocol_version() {
     let sidecar = Sidecar::start_default();
     for version in [V_2025_06_18, V_NEWEST_WITH_HANDSHAKE, V_NEWEST] {
-        let mut mcp = McpClient::start(mcp_command(&sidecar), version);
+        // What an agent's MCP config starts: no orchestrator tool.
+        let mut agent = McpClient::start(mcp_command(&sidecar), version);
+        let list = agent.request("tools/list", json!({}));
+        let names: Vec<&str> = list["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "hook",
+                "search_guidelines",
+                "explain_guidelines",
+                "build_prompt",
+                "record_error",
+                "breaker_status",
+                "list_flags",
+            ],
+            "{version}"
+        );
+        let mut mcp = McpClient::start(orchestrator_command(&sidecar), version);
         let list = mcp.request("tools/list", json!({}));
         let tools = list["result"]["tools"]
             .as_array()
@@ -280,6 +309,18 @@ fn hook_returns_the_shims_breaker_halt_and_pre_tool_use_deny() {
     );
     assert_valid(&pre, &deny);
 
+    // The agent's own reset through its shell is denied by the tool exactly as by the shim.
+    let mut reset = pre.clone();
+    reset["tool_name"] = json!("Bash");
+    reset["tool_input"] =
+        json!({"command": format!("guidebook breaker reset --session {session}")});
+    let denied = mcp.hook(&reset);
+    assert_eq!(denied, sidecar.hook(&reset).stdout);
+    assert!(
+        denied.contains("\"permissionDecision\":\"deny\""),
+        "{denied}"
+    );
+
     // After a reset, the edit goes through again.
     sidecar.cli(&["breaker", "reset", "--session", &session]);
     assert_eq!(mcp.hook(&pre), "");
@@ -390,6 +431,26 @@ fn agent_tools_call_the_sidecar_and_report_its_errors() {
     let flags = tool_json(&mut mcp, "list_flags", json!({}));
     assert!(flags["flags"].is_object(), "{flags}");
 
+    // The agent's server offers no orchestrator tool: its model cannot write its own
+    // measurements. An orchestrator starts its own with `--orchestrator`.
+    let refused = tool_error(&mut mcp, "ab_assign", json!({"task_id": "T-mcp"}));
+    assert!(refused.contains("--orchestrator"), "{refused}");
+    let refused = tool_error(
+        &mut mcp,
+        "record_qc_result",
+        json!({"task_id": "T-mcp", "passed": true, "duration_sec": 1.0, "model": "haiku"}),
+    );
+    assert!(refused.contains("--orchestrator"), "{refused}");
+    assert!(
+        sidecar
+            .result("abAssign", json!({"taskId": "T-probe"}))
+            .get("newlyAssigned")
+            .is_some(),
+        "the sidecar itself still answers"
+    );
+    let agent_mcp = mcp;
+    let mut mcp = McpClient::start(orchestrator_command(&sidecar), V_NEWEST_WITH_HANDSHAKE);
+
     // An orchestrator's reports, through the same face.
     let assigned = tool_json(&mut mcp, "ab_assign", json!({"task_id": "T-mcp"}));
     assert_eq!(assigned["newlyAssigned"], true, "{assigned}");
@@ -425,6 +486,7 @@ fn agent_tools_call_the_sidecar_and_report_its_errors() {
     );
     assert!(no_type.contains("issueType"), "{no_type}");
 
+    let mut mcp = agent_mcp;
     // Errors come back as tool errors that say what is wrong.
     let relative = tool_error(
         &mut mcp,

@@ -445,6 +445,7 @@ fn service_a_client_running_as_another_uid_is_refused() {
     chmod(&sidecar.socket, 0o666);
     let exe = exe_for_nobody(sidecar.dir.path());
 
+    // Our own client, as nobody, does not even talk to a socket that is not its user's.
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
         .arg(exe)
@@ -460,8 +461,39 @@ fn service_a_client_running_as_another_uid_is_refused() {
         text(&out.stdout)
     );
     assert!(
-        !text(&out.stdout).contains("version"),
+        text(&out.stderr).contains("belongs to uid 0"),
         "{}",
+        text(&out.stderr)
+    );
+
+    // Any other client, as nobody, is refused by the sidecar itself: a raw `status` request.
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .args(["python3", "-c"])
+        .arg(
+            "import socket, sys\n\
+             s = socket.socket(socket.AF_UNIX)\n\
+             s.settimeout(10)\n\
+             s.connect(sys.argv[1])\n\
+             body = b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}'\n\
+             s.sendall(b'POST / HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\n\
+             Content-Length: %d\\r\\n\\r\\n' % len(body) + body)\n\
+             out = b''\n\
+             while True:\n\
+             \x20   try: chunk = s.recv(4096)\n\
+             \x20   except OSError: break\n\
+             \x20   if not chunk: break\n\
+             \x20   out += chunk\n\
+             sys.stdout.write(out.decode('latin-1'))\n",
+        )
+        .arg(&sidecar.socket)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin");
+    let out = run_bounded(cmd, b"", "a raw client as nobody");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("version"),
+        "nobody was served: {}",
         text(&out.stdout)
     );
     let refused = || {
