@@ -120,13 +120,27 @@ pub fn evaluate_file(
     details: bool,
     memo: &mut EvaluationMemo,
 ) -> FileEvaluation {
+    let content = files::read_capped(path, max_file_bytes);
+    evaluate_content(snapshot, repos, path, &content, details, memo)
+}
+
+/// [`evaluate_file`] on content already read (or the reason it could not be): what the paths
+/// that name one file share.
+fn evaluate_content(
+    snapshot: &GuidelineSnapshot,
+    repos: &RepositoryResolver,
+    path: &Path,
+    content: &Result<files::FileContent, Skip>,
+    details: bool,
+    memo: &mut EvaluationMemo,
+) -> FileEvaluation {
     let language = crate::language::language_of(path);
     let repository = memo.repository_of(repos, path);
-    match files::read_capped(path, max_file_bytes) {
+    match content {
         Err(skip) => FileEvaluation {
             repository,
             language,
-            skipped: Some(skip),
+            skipped: Some(skip.clone()),
             matches: Vec::new(),
         },
         Ok(content) => {
@@ -155,6 +169,32 @@ pub fn evaluate_file(
     }
 }
 
+/// Groups `paths` by the file they name: paths whose targets share a device and inode (a
+/// symlink, a hard link, `..` spellings) form one group, read once. Each group lists indices
+/// into `paths`, in first-seen order; a path that cannot be looked up is a group of its own
+/// (reading it says why it is skipped).
+fn group_by_file(paths: &[PathBuf]) -> Vec<Vec<usize>> {
+    use std::os::unix::fs::MetadataExt;
+    let mut groups: Vec<Vec<usize>> = Vec::with_capacity(paths.len());
+    let mut by_file: HashMap<(u64, u64), usize> = HashMap::new();
+    for (i, path) in paths.iter().enumerate() {
+        let file = std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| (m.dev(), m.ino()));
+        match file.and_then(|f| by_file.get(&f).copied()) {
+            Some(group) => groups[group].push(i),
+            None => {
+                if let Some(f) = file {
+                    by_file.insert(f, groups.len());
+                }
+                groups.push(vec![i]);
+            }
+        }
+    }
+    groups
+}
+
 /// The files of one evaluation, shared by its caller and the helpers it enlists: each file is
 /// claimed by whoever comes first, so a helper busy elsewhere only means the caller does more.
 struct Batch {
@@ -165,6 +205,11 @@ struct Batch {
     deadline: Option<Instant>,
     /// Each path once.
     paths: Vec<PathBuf>,
+    /// The paths grouped by the file they name (see [`group_by_file`]): the unit of work,
+    /// read once.
+    groups: Vec<Vec<usize>>,
+    /// Files read so far.
+    reads: AtomicUsize,
     next: AtomicUsize,
     progress: Mutex<Progress>,
     finished: Condvar,
@@ -172,18 +217,18 @@ struct Batch {
 
 struct Progress {
     results: Vec<Option<FileEvaluation>>,
-    /// Files claimed and done with (evaluated, or lost to a panic).
+    /// Groups claimed and done with (evaluated, or lost to a panic).
     done: usize,
     /// A file whose evaluation panicked: the evaluation as a whole has no answer.
     lost: bool,
 }
 
-/// Records a claimed file as done when dropped, evaluated or not (a panic unwinding through
-/// `evaluate_file`), so that the caller never waits for a file nobody is evaluating.
+/// Records a claimed group as done when dropped, evaluated or not (a panic unwinding through
+/// `evaluate_content`), so that the caller never waits for a file nobody is evaluating.
 struct Claim<'a> {
     batch: &'a Batch,
-    index: usize,
-    result: Option<FileEvaluation>,
+    /// Each path of the group with its evaluation, once all are evaluated.
+    results: Option<Vec<(usize, FileEvaluation)>>,
 }
 
 impl Drop for Claim<'_> {
@@ -194,8 +239,12 @@ impl Drop for Claim<'_> {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         progress.done += 1;
-        match self.result.take() {
-            Some(result) => progress.results[self.index] = Some(result),
+        match self.results.take() {
+            Some(results) => {
+                for (index, result) in results {
+                    progress.results[index] = Some(result);
+                }
+            }
             None => progress.lost = true,
         }
         self.batch.finished.notify_all();
@@ -211,22 +260,34 @@ impl Batch {
                 return;
             }
             let index = self.next.fetch_add(1, Ordering::Relaxed);
-            let Some(path) = self.paths.get(index) else {
+            let Some(group) = self.groups.get(index) else {
                 return;
             };
             let mut claim = Claim {
                 batch: self,
-                index,
-                result: None,
+                results: None,
             };
-            claim.result = Some(evaluate_file(
-                &self.snapshot,
-                &self.repos,
-                self.max_file_bytes,
-                path,
-                self.details,
-                &mut memo,
-            ));
+            // One read for every path of the group; each path keeps its own repository and
+            // language, so each is matched on its own.
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            let content = files::read_capped(&self.paths[group[0]], self.max_file_bytes);
+            claim.results = Some(
+                group
+                    .iter()
+                    .map(|&i| {
+                        let path = &self.paths[i];
+                        let evaluation = evaluate_content(
+                            &self.snapshot,
+                            &self.repos,
+                            path,
+                            &content,
+                            self.details,
+                            &mut memo,
+                        );
+                        (i, evaluation)
+                    })
+                    .collect(),
+            );
         }
     }
 
@@ -235,7 +296,7 @@ impl Batch {
     fn wait(&self) -> Option<Vec<FileEvaluation>> {
         let progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
         let mut progress = wait_while(&self.finished, progress, self.deadline, |p| {
-            p.done < self.paths.len() && !p.lost
+            p.done < self.groups.len() && !p.lost
         })?;
         if progress.lost {
             return None;
@@ -332,9 +393,23 @@ impl Engine {
         details: bool,
         deadline: Option<Instant>,
     ) -> Option<Vec<FileEvaluation>> {
-        // A bounded number of evaluations at once: more only interleave on the same cores, and
-        // each thread that scans keeps search caches of its own.
-        let _permit = self.matching.enter(deadline)?;
+        self.evaluate_counted(snapshot, paths, details, deadline).0
+    }
+
+    /// [`Engine::evaluate_until`], and how many files it read.
+    fn evaluate_counted(
+        &self,
+        snapshot: &Arc<GuidelineSnapshot>,
+        paths: &[&str],
+        details: bool,
+        deadline: Option<Instant>,
+    ) -> (Option<Vec<FileEvaluation>>, usize) {
+        let Some(permit) = self.matching.enter(deadline) else {
+            return (None, 0);
+        };
+        // A bounded number of evaluations at once (the permit above): more only interleave on
+        // the same cores, and each thread that scans keeps search caches of its own.
+        let _permit = permit;
         // Each path once, in first-seen order; a repeated path is copied, not re-read.
         let mut unique: Vec<PathBuf> = Vec::with_capacity(paths.len());
         let mut slot: HashMap<&str, usize> = HashMap::new();
@@ -344,9 +419,11 @@ impl Engine {
                 unique.len() - 1
             });
         }
+        // Paths that name one file (a symlink, a hard link) share one read.
+        let groups = group_by_file(&unique);
         // Helpers take a share only when this search has the daemon to itself
         // (`helpers_wanted`), each under a permit of its own that no waiter was promised.
-        let extra: Vec<Permit<&Gate>> = (0..self.helpers_wanted(unique.len()))
+        let extra: Vec<Permit<&Gate>> = (0..self.helpers_wanted(groups.len()))
             .map_while(|_| self.matching.try_enter())
             .collect();
         let batch = Arc::new(Batch {
@@ -361,6 +438,8 @@ impl Engine {
                 lost: false,
             }),
             paths: unique,
+            groups,
+            reads: AtomicUsize::new(0),
             next: AtomicUsize::new(0),
             finished: Condvar::new(),
         });
@@ -371,8 +450,14 @@ impl Engine {
         batch.work();
         let evaluated = batch.wait();
         drop(extra);
-        let evaluated = evaluated?;
-        Some(paths.iter().map(|p| evaluated[slot[p]].clone()).collect())
+        let reads = batch.reads.load(Ordering::Relaxed);
+        let Some(evaluated) = evaluated else {
+            return (None, reads);
+        };
+        (
+            Some(paths.iter().map(|p| evaluated[slot[p]].clone()).collect()),
+            reads,
+        )
     }
 }
 
@@ -457,6 +542,43 @@ mod tests {
         assert_eq!(hits(&together), [0, 1, 0, 1, 0, 1, 0, 0, 0]);
         assert_eq!(hits(&together), hits(&alone));
         assert_eq!(engine.matching.free(), permits, "all permits back");
+    }
+
+    /// Paths that name one file (a symlink to it, a hard link, a `..` spelling) are read once
+    /// within an evaluation, and each still gets its own answer.
+    #[test]
+    fn paths_to_one_file_are_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, paths) = engine_and_files(dir.path());
+        let snapshot = engine.guidebook.snapshot();
+        let target = Path::new(&paths[1]);
+        let link = dir.path().join("link.kt");
+        std::os::unix::fs::symlink(target, &link).unwrap();
+        let hard = dir.path().join("hard.kt");
+        std::fs::hard_link(target, &hard).unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let dotted = sub.join("..").join("f1.kt");
+        let asked: Vec<String> = [
+            paths[1].clone(),
+            link.display().to_string(),
+            hard.display().to_string(),
+            dotted.display().to_string(),
+            paths[0].clone(),
+            dir.path().join("missing.kt").display().to_string(),
+        ]
+        .into();
+        let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
+        let (evaluated, reads) = engine.evaluate_counted(&snapshot, &asked, true, None);
+        let evaluated = evaluated.unwrap();
+        assert_eq!(reads, 3, "f1 (four names), f0, and the missing file");
+        let hits: Vec<usize> = evaluated.iter().map(|f| f.matches.len()).collect();
+        assert_eq!(hits, [1, 1, 1, 1, 0, 0]);
+        assert_eq!(
+            evaluated[5].skipped,
+            Some(Skip::NotFound),
+            "a missing file is skipped as before"
+        );
     }
 
     /// A helper busy with something else never holds an evaluation up: its caller evaluates

@@ -6,6 +6,7 @@
 //! types carry their serde shape here rather than in `rpc/`.
 
 use std::collections::BTreeSet;
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -41,19 +42,47 @@ pub struct GuidelineState {
     pub already_presented: bool,
 }
 
+/// What an explanation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    #[error("deadline exceeded")]
+    DeadlineExceeded,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Explains `filepaths` (absolute, already checked), with the presentation state for
-/// `session_id` when one is given.
+/// `session_id` when one is given. No deadline: the CLI's own process does the work.
 pub fn explain(
     engine: &Engine,
     filepaths: &[String],
     session_id: Option<&str>,
 ) -> Result<Explanation, StoreError> {
+    explain_until(engine, filepaths, session_id, None).map_err(|e| match e {
+        ExplainError::Store(e) => e,
+        ExplainError::DeadlineExceeded => unreachable!("no deadline was given"),
+    })
+}
+
+/// [`explain`], given up (`DeadlineExceeded`) once `deadline` passes: before the guidebook's
+/// first load is done, or between two files.
+pub fn explain_until(
+    engine: &Engine,
+    filepaths: &[String],
+    session_id: Option<&str>,
+    deadline: Option<Instant>,
+) -> Result<Explanation, ExplainError> {
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(ExplainError::DeadlineExceeded);
+    }
     let snapshot = engine
         .guidebook
-        .loaded_snapshot(None)
-        .expect("no deadline: waits for the first load");
+        .loaded_snapshot(deadline)
+        .ok_or(ExplainError::DeadlineExceeded)?;
     let paths: Vec<&str> = filepaths.iter().map(String::as_str).collect();
-    let evaluations = engine.evaluate(&snapshot, &paths, true);
+    let evaluations = engine
+        .evaluate_until(&snapshot, &paths, true, deadline)
+        .ok_or(ExplainError::DeadlineExceeded)?;
 
     let mut matched = BTreeSet::new();
     let files = filepaths

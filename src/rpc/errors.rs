@@ -11,8 +11,13 @@ pub const INVALID_PARAMS: i32 = -32602;
 pub const DEADLINE_EXCEEDED: i32 = -32001;
 /// The database could not be read or written (for example, locked past the busy timeout).
 pub const STORAGE_ERROR: i32 = -32010;
-/// The flags file could not be updated (it is invalid, or the write failed).
+/// The flags file could not be updated (it is invalid, the write failed, or another process
+/// held its lock for too long).
 pub const FLAGS_ERROR: i32 = -32020;
+/// A request over one of the limits on a whole request: more calls in a batch than
+/// `MAX_BATCH_CALLS`, or more paths across a batch than `MAX_REQUEST_PATHS`. Answered once for
+/// the request, with `id: null`; nothing in it was run.
+pub const REQUEST_TOO_LARGE: i32 = -32030;
 
 /// Everything a handler can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +46,15 @@ impl From<crate::search::SearchError> for RpcError {
         match e {
             crate::search::SearchError::DeadlineExceeded => RpcError::DeadlineExceeded,
             crate::search::SearchError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::explain::ExplainError> for RpcError {
+    fn from(e: crate::explain::ExplainError) -> Self {
+        match e {
+            crate::explain::ExplainError::DeadlineExceeded => RpcError::DeadlineExceeded,
+            crate::explain::ExplainError::Store(e) => e.into(),
         }
     }
 }

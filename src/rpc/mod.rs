@@ -42,7 +42,7 @@ pub use errors::RpcError;
 pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
     let mut m = RpcModule::from_arc(engine);
     blocking(&mut m, method::SEARCH, search::handle);
-    blocking(&mut m, method::EXPLAIN, |e, p, _| explain::handle(e, p));
+    blocking(&mut m, method::EXPLAIN, explain::handle);
     blocking(&mut m, method::RESET_SESSION, |e, p, _| {
         reset_session::handle(e, p)
     });
@@ -190,6 +190,14 @@ pub(crate) fn non_empty(name: &str, value: &str) -> Result<(), RpcError> {
 /// The most paths one call may name. An agent's edit touches a handful of files; a list this
 /// long is a bug on the caller's side, and refusing it keeps one request from reading a tree.
 pub const MAX_FILEPATHS: usize = 1000;
+
+/// The most calls one batch may hold. No client of ours batches more than a few; a batch of
+/// hundreds is one request's worth of work multiplied, which the per-call caps do not see.
+pub const MAX_BATCH_CALLS: usize = 64;
+
+/// The most file paths one request may name across all the calls of a batch: the same as one
+/// call may, so that batching does not multiply the files one request reads.
+pub const MAX_REQUEST_PATHS: usize = MAX_FILEPATHS;
 
 /// Checks that every path is absolute: the sidecar has no working directory of the caller's to
 /// resolve a relative one against.

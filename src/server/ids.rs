@@ -1,4 +1,5 @@
-//! Request ids that JSON-RPC 2.0 does not allow get -32600, not silence. Wraps the tower service.
+//! Request ids that JSON-RPC 2.0 does not allow get -32600, not silence; batches over the caps are
+//! refused whole. Wraps the tower service.
 //!
 //! jsonrpsee reads a request whose `id` is an object, an array, a fraction or an integer beyond
 //! 64 bits as a *notification* (the id is dropped as an unknown member) and answers nothing: the
@@ -6,6 +7,11 @@
 //! Request with `id: null`. [`CheckIds`] looks at the ids before jsonrpsee does: a single request
 //! with such an id is answered with that error; in a batch, such members get that error and the
 //! others are served as usual, their answers and the errors in one array.
+//!
+//! The same look at a batch counts its calls and the file paths they name: one request may
+//! hold at most `MAX_BATCH_CALLS` calls and name at most `MAX_REQUEST_PATHS` paths in all, or
+//! it is answered with one -32030 error and nothing in it runs. The per-call cap on paths does
+//! not see a batch of many calls that each stay under it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,8 +19,12 @@ use std::task::{Context, Poll};
 
 use http_body_util::{BodyExt, Limited};
 use jsonrpsee::server::{HttpBody, HttpResponse};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+
+use crate::rpc::errors::REQUEST_TOO_LARGE;
+use crate::rpc::{MAX_BATCH_CALLS, MAX_REQUEST_PATHS};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -31,6 +41,39 @@ pub enum Ids {
     /// A batch with bad ids: `forward` (the other members, if any) goes to jsonrpsee, and one
     /// [`INVALID_ID`] per bad member joins its answer.
     Batch { forward: Option<String>, bad: usize },
+    /// A batch over a cap: answered with this -32030 error object alone.
+    TooLarge(String),
+}
+
+/// The error object for a request over a cap; `why` names the cap.
+fn too_large(why: &str) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "error": {"code": REQUEST_TOO_LARGE, "message": format!("request too large: {why}")},
+        "id": null,
+    })
+    .to_string()
+}
+
+#[derive(Deserialize)]
+struct ParamsOnly {
+    #[serde(default)]
+    params: Option<PathsOnly>,
+}
+
+#[derive(Deserialize)]
+struct PathsOnly {
+    #[serde(default)]
+    filepaths: Option<Vec<IgnoredAny>>,
+}
+
+/// How many file paths a member's `params.filepaths` names; a member of any other shape names
+/// none here (its method refuses it on its own).
+fn paths_in(member: &str) -> usize {
+    serde_json::from_str::<ParamsOnly>(member)
+        .ok()
+        .and_then(|m| m.params?.filepaths)
+        .map_or(0, |paths| paths.len())
 }
 
 #[derive(Deserialize)]
@@ -57,6 +100,18 @@ pub fn check(body: &[u8]) -> Ids {
         let Ok(members) = serde_json::from_str::<Vec<&RawValue>>(text) else {
             return Ids::Pass;
         };
+        if members.len() > MAX_BATCH_CALLS {
+            return Ids::TooLarge(too_large(&format!(
+                "a batch of {} calls; at most {MAX_BATCH_CALLS} calls per batch",
+                members.len()
+            )));
+        }
+        let paths: usize = members.iter().map(|m| paths_in(m.get())).sum();
+        if paths > MAX_REQUEST_PATHS {
+            return Ids::TooLarge(too_large(&format!(
+                "the batch names {paths} file paths; at most {MAX_REQUEST_PATHS} per request"
+            )));
+        }
         let (good, bad): (Vec<&RawValue>, Vec<&RawValue>) =
             members.into_iter().partition(|m| id_is_valid(m.get()));
         if bad.is_empty() {
@@ -120,8 +175,10 @@ where
                 .headers
                 .get(http::header::CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-            if parts.method != http::Method::POST || declared.is_none_or(|n| n > max_body) {
-                // Not a JSON-RPC call we can hold, or one jsonrpsee refuses by its size anyway.
+            // A body without a declared length (chunked) is read here too: its batch is counted
+            // like any other.
+            if parts.method != http::Method::POST || declared.is_some_and(|n| n > max_body) {
+                // Not a JSON-RPC call, or one jsonrpsee refuses by its size anyway.
                 return inner
                     .call(http::Request::from_parts(parts, HttpBody::new(body)))
                     .await;
@@ -136,6 +193,7 @@ where
                     inner.call(request).await
                 }
                 Ids::Reject => Ok(json_response(200, INVALID_ID.to_owned())),
+                Ids::TooLarge(error) => Ok(json_response(200, error)),
                 Ids::Batch { forward, bad } => {
                     let mut answers = Vec::new();
                     if let Some(forward) = forward {
@@ -216,5 +274,39 @@ mod tests {
         let error: serde_json::Value = serde_json::from_str(INVALID_ID).unwrap();
         assert_eq!(error["error"]["code"], -32600);
         assert!(error["id"].is_null());
+    }
+
+    fn batch(calls: usize, paths_each: usize) -> String {
+        let paths: Vec<String> = (0..paths_each).map(|i| format!("/f{i}")).collect();
+        let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "explain",
+            "params": {"filepaths": paths}});
+        format!("[{}]", vec![call.to_string(); calls].join(","))
+    }
+
+    fn refusal(ids: Ids) -> serde_json::Value {
+        match ids {
+            Ids::TooLarge(error) => serde_json::from_str(&error).unwrap(),
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_batch_over_a_cap_is_refused_whole_naming_the_cap() {
+        assert_eq!(check(batch(MAX_BATCH_CALLS, 1).as_bytes()), Ids::Pass);
+        let error = refusal(check(batch(MAX_BATCH_CALLS + 1, 0).as_bytes()));
+        assert_eq!(error["error"]["code"], REQUEST_TOO_LARGE);
+        assert!(error["id"].is_null());
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains("at most 64 calls per batch"), "{message}");
+        // Each call within the per-call cap, the batch over the per-request one.
+        assert_eq!(check(batch(2, MAX_REQUEST_PATHS / 2).as_bytes()), Ids::Pass);
+        let error = refusal(check(batch(3, MAX_REQUEST_PATHS / 2).as_bytes()));
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains("1500 file paths"), "{message}");
+        assert!(message.contains("at most 1000 per request"), "{message}");
+        // Members of other shapes count no paths; their methods refuse them.
+        let odd = r#"[{"jsonrpc":"2.0","id":1,"method":"explain","params":["/a"]},
+            {"jsonrpc":"2.0","id":2,"method":"explain","params":{"filepaths":"/a"}}, 7]"#;
+        assert_eq!(check(odd.as_bytes()), Ids::Pass);
     }
 }
