@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Replaces `path` with `bytes` atomically, keeping the old file's permissions (0644 for a new
 /// file). A symlink is followed, so a flags file kept in a dotfiles repository stays a link.
@@ -91,7 +92,21 @@ pub struct WriteLock {
     _file: File,
 }
 
+/// How long a writer waits for another to release the lock. A writer holds it for one small
+/// read-modify-write (milliseconds); a holder past this is stuck or hostile, and waiting on it
+/// without end would hold a `setFlag` call, and the daemon thread answering it, forever.
+pub const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// How often the lock is tried again while another holds it.
+const LOCK_RETRY: Duration = Duration::from_millis(10);
+
+/// Takes the write lock on `path`, waiting at most [`LOCK_WAIT`] for another holder; past that,
+/// an error of kind `WouldBlock` that names the lock file.
 pub fn lock(path: &Path) -> io::Result<WriteLock> {
+    lock_within(path, LOCK_WAIT)
+}
+
+fn lock_within(path: &Path, wait: Duration) -> io::Result<WriteLock> {
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = PathBuf::from(lock_path);
@@ -107,8 +122,27 @@ pub fn lock(path: &Path) -> io::Result<WriteLock> {
         .write(true)
         .mode(0o600)
         .open(&lock_path)?;
-    file.lock()?;
-    Ok(WriteLock { _file: file })
+    let give_up = Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(WriteLock { _file: file }),
+            Err(fs::TryLockError::WouldBlock) if Instant::now() < give_up => {
+                std::thread::sleep(LOCK_RETRY);
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!(
+                        "another process has held {} for {} s; try again once it lets go \
+                         (`lsof` names the holder)",
+                        lock_path.display(),
+                        wait.as_secs_f64(),
+                    ),
+                ))
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -141,6 +175,19 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         assert_eq!(left.len(), 2, "{left:?}");
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_is_waited_on_for_a_bounded_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("flags.json");
+        let held = lock(&path).unwrap();
+        // Another open file description, as another process would have.
+        let err = lock_within(&path, Duration::from_millis(50)).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        assert!(err.to_string().contains("flags.json.lock"), "{err}");
+        drop(held);
+        drop(lock_within(&path, Duration::from_millis(50)).unwrap());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Feature flags through the real sidecar: changes served on the next request, broken files
 //! that never replace the last good flags (also while requests run), environment overrides,
-//! `setFlag`'s atomic rewrite (also when the writer is killed), and `guidebook flags`.
+//! `setFlag`'s atomic rewrite (also when the writer is killed) and bounded wait for its lock, and
+//! `guidebook flags`.
 
 use std::io::Write;
 use std::path::Path;
@@ -251,6 +252,46 @@ fn set_flag_rewrites_the_file_and_refuses_to_overwrite_a_broken_one() {
     assert!(message.contains(&path.display().to_string()), "{message}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"flags\": {");
     // The served flags are still the last good ones.
+    assert_eq!(is_enabled(&sidecar, "progressive_disclosure"), json!(true));
+}
+
+/// Another process holding the flags file's write lock makes `setFlag` fail after a bounded
+/// wait, with an error naming the lock, instead of holding the call (and a daemon thread)
+/// until the holder lets go; once it does, `setFlag` works again.
+#[test]
+fn set_flag_waits_for_a_held_lock_for_a_bounded_time() {
+    let sidecar = Sidecar::start_default();
+    let path = sidecar.home.join("feature_flags.json");
+    std::fs::write(&path, flags_json(false, 100)).unwrap();
+    let lock_path = sidecar.home.join("feature_flags.json.lock");
+    let holder = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    holder.lock().unwrap();
+    // The harness's client fails the test if no answer comes within its watchdog.
+    let (code, message) = sidecar.error(
+        "setFlag",
+        json!({"flag": "progressive_disclosure", "enabled": true}),
+    );
+    assert_eq!(code, -32020, "{message}");
+    assert!(
+        message.contains(&lock_path.display().to_string()),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        flags_json(false, 100),
+        "nothing was written"
+    );
+    assert_eq!(is_enabled(&sidecar, "progressive_disclosure"), json!(false));
+    holder.unlock().unwrap();
+    sidecar.result(
+        "setFlag",
+        json!({"flag": "progressive_disclosure", "enabled": true}),
+    );
     assert_eq!(is_enabled(&sidecar, "progressive_disclosure"), json!(true));
 }
 
