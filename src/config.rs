@@ -32,8 +32,13 @@ pub struct Settings {
     pub breaker: BreakerLimits,
     /// The `.metrics/` directory: baseline, weekly and A/B files.
     pub metrics_dir: PathBuf,
-    /// Where the Prometheus endpoint listens (`/metrics`); off when `None`.
+    /// Where the Prometheus endpoint listens (`/metrics`); off when `None`. An address beyond
+    /// loopback only with `metrics_allow_remote`.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Whether `metrics_listen` may be an address other machines can reach.
+    pub metrics_allow_remote: bool,
+    /// A connection to the socket without a request for this long is closed.
+    pub idle_timeout_ms: u64,
     /// Whether prompt builds, edit hooks and breaker verdicts are recorded in SQLite.
     pub record_metrics: bool,
 }
@@ -120,10 +125,12 @@ struct ConfigFile {
     max_file_bytes: Option<u64>,
     busy_timeout_ms: Option<u64>,
     reload_interval_ms: Option<u64>,
+    idle_timeout_ms: Option<u64>,
     breaker: Option<BreakerLimits>,
     tokenizer: Option<TokenizerName>,
     metrics_dir: Option<PathBuf>,
     metrics_listen: Option<String>,
+    metrics_allow_remote: Option<bool>,
     record_metrics: Option<bool>,
 }
 
@@ -152,6 +159,11 @@ pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 1024 * 1024;
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 pub const DEFAULT_BUSY_TIMEOUT_MS: u64 = 5_000;
 pub const DEFAULT_RELOAD_INTERVAL_MS: u64 = 400;
+/// An idle keep-alive connection is closed after this long: `guidebook mcp` keeps its
+/// connections open between an agent's edits and sends its next call on a new one when the
+/// sidecar has closed the old one, so closing costs it a connect, while holding connections
+/// forever let one client exhaust the daemon's descriptors.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
 
 impl Settings {
     /// Resolves settings from the process environment.
@@ -233,18 +245,54 @@ impl Settings {
                     None => None,
                 },
             };
-        let record_metrics = match env("ADAPTIVE_GUIDEBOOK_RECORD_METRICS") {
-            Some(v) => match v.to_string_lossy().as_ref() {
-                "1" | "true" => true,
-                "0" | "false" => false,
-                other => {
-                    return Err(ConfigError::Env {
-                        name: "ADAPTIVE_GUIDEBOOK_RECORD_METRICS",
+        let boolean = |name: &'static str| -> Result<Option<bool>, ConfigError> {
+            match env(name) {
+                Some(v) => match v.to_string_lossy().as_ref() {
+                    "1" | "true" => Ok(Some(true)),
+                    "0" | "false" => Ok(Some(false)),
+                    other => Err(ConfigError::Env {
+                        name,
                         message: format!("`{other}` is not one of 1, true, 0, false"),
-                    })
-                }
-            },
-            None => file.record_metrics.unwrap_or(true),
+                    }),
+                },
+                None => Ok(None),
+            }
+        };
+        let record_metrics = boolean("ADAPTIVE_GUIDEBOOK_RECORD_METRICS")?
+            .unwrap_or(file.record_metrics.unwrap_or(true));
+        let metrics_allow_remote = boolean("ADAPTIVE_GUIDEBOOK_METRICS_ALLOW_REMOTE")?
+            .unwrap_or(file.metrics_allow_remote.unwrap_or(false));
+        // The endpoint answers anyone who can reach it, without authentication: beyond
+        // loopback only when the user said so in a setting of its own, never by a typo of the
+        // address.
+        if let Some(addr) = metrics_listen.filter(|a| !a.ip().is_loopback()) {
+            if !metrics_allow_remote {
+                let message = format!(
+                    "`{addr}` can be reached from other machines; set metricsAllowRemote: true \
+                     in config.yaml (or ADAPTIVE_GUIDEBOOK_METRICS_ALLOW_REMOTE=1) to serve \
+                     /metrics there, or listen on 127.0.0.1"
+                );
+                return Err(match env("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN") {
+                    Some(_) => ConfigError::Env {
+                        name: "ADAPTIVE_GUIDEBOOK_METRICS_LISTEN",
+                        message,
+                    },
+                    None => ConfigError::Invalid {
+                        path: config_path.clone(),
+                        message: format!("metricsListen: {message}"),
+                    },
+                });
+            }
+        }
+        let idle_timeout_ms = match file.idle_timeout_ms {
+            Some(0) => {
+                return Err(ConfigError::Invalid {
+                    path: config_path.clone(),
+                    message: "idleTimeoutMs must be at least 1".into(),
+                })
+            }
+            Some(ms) => ms,
+            None => DEFAULT_IDLE_TIMEOUT_MS,
         };
         let settings = Settings {
             metrics_dir: pick(
@@ -254,6 +302,8 @@ impl Settings {
                 home.join("metrics"),
             ),
             metrics_listen,
+            metrics_allow_remote,
+            idle_timeout_ms,
             record_metrics,
             socket: pick(
                 &overrides.socket,
@@ -380,14 +430,15 @@ mod tests {
             env(&[
                 ("ADAPTIVE_GUIDEBOOK_HOME", home),
                 ("ADAPTIVE_GUIDEBOOK_METRICS_DIR", "/env/metrics"),
-                ("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN", "0.0.0.0:9000"),
+                ("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN", "[::1]:9000"),
                 ("ADAPTIVE_GUIDEBOOK_RECORD_METRICS", "1"),
             ]),
         )
         .unwrap();
         assert_eq!(s.metrics_dir, PathBuf::from("/env/metrics"));
-        assert_eq!(s.metrics_listen, Some("0.0.0.0:9000".parse().unwrap()));
+        assert_eq!(s.metrics_listen, Some("[::1]:9000".parse().unwrap()));
         assert!(s.record_metrics);
+        assert!(!s.metrics_allow_remote);
         std::fs::write(dir.path().join("config.yaml"), "metricsListen: localhost\n").unwrap();
         let err = Settings::resolve_with(
             &Overrides::default(),
@@ -406,6 +457,65 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("ADAPTIVE_GUIDEBOOK_RECORD_METRICS"), "{err}");
+    }
+
+    #[test]
+    fn a_remote_metrics_address_needs_its_own_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        let resolve = |yaml: &str, vars: &[(&str, &str)]| {
+            std::fs::write(dir.path().join("config.yaml"), yaml).unwrap();
+            let mut vars = vars.to_vec();
+            vars.push(("ADAPTIVE_GUIDEBOOK_HOME", home));
+            Settings::resolve_with(&Overrides::default(), env(&vars))
+        };
+        for (yaml, vars) in [
+            ("metricsListen: 0.0.0.0:9464\n", vec![]),
+            (
+                "",
+                vec![("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN", "192.0.2.7:9464")],
+            ),
+            ("metricsListen: \"[::]:9464\"\n", vec![]),
+        ] {
+            let err = resolve(yaml, &vars).unwrap_err().to_string();
+            assert!(err.contains("metricsAllowRemote"), "{err}");
+        }
+        let err = resolve("", &[("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN", "0.0.0.0:9464")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN"), "{err}");
+        let s = resolve(
+            "metricsListen: 0.0.0.0:9464\nmetricsAllowRemote: true\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.metrics_listen, Some("0.0.0.0:9464".parse().unwrap()));
+        assert!(s.metrics_allow_remote);
+        let s = resolve(
+            "metricsListen: 0.0.0.0:9464\n",
+            &[("ADAPTIVE_GUIDEBOOK_METRICS_ALLOW_REMOTE", "true")],
+        )
+        .unwrap();
+        assert!(s.metrics_allow_remote);
+        // Loopback needs no opt-in, and the opt-in alone opens nothing.
+        let s = resolve("metricsListen: 127.0.0.1:9464\n", &[]).unwrap();
+        assert!(!s.metrics_allow_remote);
+        let s = resolve("metricsAllowRemote: true\n", &[]).unwrap();
+        assert_eq!(s.metrics_listen, None);
+    }
+
+    #[test]
+    fn the_idle_timeout_comes_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = env(&[("ADAPTIVE_GUIDEBOOK_HOME", dir.path().to_str().unwrap())]);
+        let s = Settings::resolve_with(&Overrides::default(), &home).unwrap();
+        assert_eq!(s.idle_timeout_ms, DEFAULT_IDLE_TIMEOUT_MS);
+        std::fs::write(dir.path().join("config.yaml"), "idleTimeoutMs: 250\n").unwrap();
+        let s = Settings::resolve_with(&Overrides::default(), &home).unwrap();
+        assert_eq!(s.idle_timeout_ms, 250);
+        std::fs::write(dir.path().join("config.yaml"), "idleTimeoutMs: 0\n").unwrap();
+        let err = Settings::resolve_with(&Overrides::default(), &home).unwrap_err();
+        assert!(err.to_string().contains("idleTimeoutMs"), "{err}");
     }
 
     #[test]

@@ -1,12 +1,18 @@
 //! The Prometheus endpoint: `GET /metrics` answered with the OpenMetrics text of the live
 //! counters, over plain HTTP/1.1 on the `metricsListen` address (off unless configured). One
 //! request per connection; a slow or oversized request is dropped, never waited on.
+//!
+//! Whoever can reach the address may connect, including other users of this machine, so the
+//! endpoint must never cost the daemon what its socket needs: at most [`MAX_CONNECTIONS`] are
+//! served at once (the rest wait in the kernel's backlog, costing the daemon no descriptor),
+//! and each gets [`READ_TIMEOUT`] to send its request and [`ANSWER_TIMEOUT`] in all.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 use crate::engine::Engine;
 
@@ -14,8 +20,14 @@ use crate::engine::Engine;
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// The most a request head may take; Prometheus's is a few hundred bytes.
 const MAX_HEAD: usize = 16 * 1024;
-/// How long a client may take to send its request.
-const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most connections served at once. Prometheus scrapes over one connection at a time;
+/// a few more leave room for a person's `curl` beside it.
+pub const MAX_CONNECTIONS: usize = 16;
+/// How long a client may take to send its request: Prometheus sends it at once.
+const READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long one connection may take in all, its answer written included (a client that does
+/// not read its answer would otherwise hold the connection).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Binds the endpoint (in the daemon's runtime).
 pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
@@ -26,7 +38,13 @@ pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
 
 /// Serves until the task is aborted.
 pub async fn serve(listener: TcpListener, engine: Arc<Engine>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
+        // A place first, then the connection: past the cap, connections wait in the backlog
+        // instead of holding descriptors of the daemon's.
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let Ok((stream, _)) = listener.accept().await else {
             // Out of file descriptors, say: back off rather than spin.
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -34,7 +52,8 @@ pub async fn serve(listener: TcpListener, engine: Arc<Engine>) {
         };
         let engine = engine.clone();
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(READ_TIMEOUT * 2, answer(stream, &engine)).await;
+            let _ = tokio::time::timeout(ANSWER_TIMEOUT, answer(stream, &engine)).await;
+            drop(slot);
         });
     }
 }

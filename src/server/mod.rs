@@ -3,6 +3,7 @@
 //! accepting, lets in-flight requests finish, and then returns.
 
 mod activation;
+mod connections;
 mod ids;
 pub mod metrics_http;
 mod socket;
@@ -34,6 +35,23 @@ const FIRST_READ_GRACE: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_request_bytes: u32,
+    /// The most connections open at once; past it the oldest idle one is closed to make room
+    /// (see `connections`).
+    pub max_connections: usize,
+    /// A connection without a request for this long is closed.
+    pub idle_timeout: Duration,
+}
+
+/// The most connections the socket keeps open at once, descriptors permitting (see
+/// [`connection_cap`]). A hook makes one connection per call and `guidebook mcp` keeps a few per
+/// agent session: 256 is far beyond what the agents of one user open, and few enough that the
+/// daemon keeps descriptors for its database, the files it reads and its guidebook.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// The connection cap for a descriptor limit of `nofile`: at most [`MAX_CONNECTIONS`], and at
+/// most a quarter of the limit, so that connections alone never exhaust it.
+pub fn connection_cap(nofile: u64) -> usize {
+    (nofile / 4).clamp(8, MAX_CONNECTIONS as u64) as usize
 }
 
 /// Accepts connections on `listener` until `shutdown` resolves, then calls `stop_listening`
@@ -63,21 +81,50 @@ pub async fn run(
     let methods: Methods = module.into();
     let (stop_handle, server_handle) = stop_channel();
     let mut connections = JoinSet::new();
+    let open = connections::Connections::new(limits.max_connections, limits.idle_timeout);
     let serve = |stream: tokio::net::UnixStream| {
-        let service = ids::CheckIds {
-            inner: builder.clone().build(methods.clone(), stop_handle.clone()),
-            max_body: limits.max_request_bytes as usize,
+        let Some(slot) = open.admit() else {
+            // Every open connection is answering a request: this one is closed unanswered
+            // rather than let the daemon run out of descriptors.
+            tracing::warn!(
+                cap = limits.max_connections,
+                "refused a connection: every open connection is busy"
+            );
+            return None;
+        };
+        let slot = std::sync::Arc::new(slot);
+        let service = connections::Tracked {
+            inner: ids::CheckIds {
+                inner: builder.clone().build(methods.clone(), stop_handle.clone()),
+                max_body: limits.max_request_bytes as usize,
+            },
+            slot: slot.clone(),
         };
         let stop = stop_handle.clone().shutdown();
+        let closing = slot.clone();
+        // hyper's graceful shutdown closes an idle connection at once, and one answering a
+        // request right after its answer.
         let stopped = async move {
-            stop.await;
-            tokio::time::sleep(FIRST_READ_GRACE).await;
-        };
-        async move {
-            if let Err(e) = serve_with_graceful_shutdown(stream, service, stopped).await {
-                tracing::debug!("connection ended: {e}");
+            tokio::select! {
+                _ = async {
+                    stop.await;
+                    tokio::time::sleep(FIRST_READ_GRACE).await;
+                } => {}
+                _ = closing.closing() => {}
             }
-        }
+        };
+        Some(async move {
+            tokio::select! {
+                ended = serve_with_graceful_shutdown(stream, service, stopped) => {
+                    if let Err(e) = ended {
+                        tracing::debug!("connection ended: {e}");
+                    }
+                }
+                _ = slot.abandoned() => {
+                    tracing::debug!("dropped a connection that never finished its request");
+                }
+            }
+        })
     };
     tokio::pin!(shutdown);
 
@@ -86,7 +133,9 @@ pub async fn run(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     if peer_is(&stream, owner) {
-                        connections.spawn(serve(stream));
+                        if let Some(task) = serve(stream) {
+                            connections.spawn(task);
+                        }
                     }
                 }
                 Err(e) => {
@@ -112,7 +161,9 @@ pub async fn run(
             {
                 Ok(stream) => {
                     if peer_is(&stream, owner) {
-                        connections.spawn(serve(stream));
+                        if let Some(task) = serve(stream) {
+                            connections.spawn(task);
+                        }
                     }
                 }
                 Err(e) => tracing::warn!("cannot serve a pending connection: {e}"),

@@ -38,6 +38,12 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
     mut settings: Settings,
     shutdown: impl FnOnce() -> F,
 ) -> Result<(), StartError> {
+    // Everything the daemon creates from here on (the database, its WAL and shared-memory
+    // files, the parse cache, a flags file, the sample guidebook) is its user's alone: it holds
+    // what the agents were shown and edited.
+    // SAFETY: umask has no preconditions and cannot fail.
+    unsafe { libc::umask(0o077) };
+    let nofile = raise_descriptor_limit();
     // Both take variables out of the environment, which is only sound while this process has
     // a single thread; and children (git) must not inherit them.
     let notifier = Notifier::from_env();
@@ -138,7 +144,16 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
                         doing: format!("listening for Prometheus on {addr} (metricsListen)"),
                         source,
                     })?;
-                tracing::info!(%addr, "serving /metrics");
+                if addr.ip().is_loopback() {
+                    tracing::info!(%addr, "serving /metrics");
+                } else {
+                    // Allowed by `metricsAllowRemote` (the settings refuse it otherwise).
+                    tracing::warn!(
+                        %addr,
+                        "serving /metrics beyond loopback (metricsAllowRemote): anyone who can \
+                         reach this address reads the counters, without authentication"
+                    );
+                }
                 Some(tokio::spawn(super::metrics_http::serve(
                     listener,
                     engine.clone(),
@@ -168,6 +183,8 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
         };
         let limits = super::Limits {
             max_request_bytes: settings.max_request_bytes,
+            max_connections: super::connection_cap(nofile),
+            idle_timeout: Duration::from_millis(settings.idle_timeout_ms),
         };
         let module = crate::rpc::module(engine.clone());
         // The accept loop runs on a worker, not on this thread: a connection it spawns then
@@ -205,6 +222,45 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
     drop(socket_file);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Raises this process's soft limit on open descriptors to its hard limit, so that a burst of
+/// connections or files does not hit a soft limit the shell happened to set (256 on macOS,
+/// 1,024 on many Linux systems), and returns the limit in force. On macOS the hard limit may be
+/// "unlimited", which the kernel refuses as a soft limit; `OPEN_MAX` (10,240) is tried then.
+fn raise_descriptor_limit() -> u64 {
+    // SAFETY: getrlimit and setrlimit read and write only the struct they are given.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            tracing::warn!(
+                "cannot read the descriptor limit: {}",
+                std::io::Error::last_os_error()
+            );
+            return 1024;
+        }
+        let before = limit.rlim_cur;
+        if before >= limit.rlim_max {
+            tracing::info!(limit = before, "descriptor limit already at its maximum");
+            return before;
+        }
+        for soft in [limit.rlim_max, limit.rlim_max.min(10_240)] {
+            let raised = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: limit.rlim_max,
+            };
+            if soft > before && libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                tracing::info!(from = before, to = soft, "raised the descriptor limit");
+                return soft;
+            }
+        }
+        tracing::warn!(
+            limit = before,
+            "cannot raise the descriptor limit: {}",
+            std::io::Error::last_os_error()
+        );
+        before
+    }
 }
 
 /// Re-reads the guidebook (guidelines and prompt packs) on an interval. A poll (a `stat` per

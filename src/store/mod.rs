@@ -12,7 +12,7 @@ pub use metrics::{
 };
 pub use presentation::PresentationStore;
 
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -141,6 +141,25 @@ impl WriteTx<'_> {
     }
 }
 
+/// Makes the database file at `path` its user's alone: created 0600 when missing, and an
+/// existing one readable by others (made by an older version, under a looser umask)
+/// tightened to 0600. SQLite gives its WAL and shared-memory files the database's mode, so they
+/// follow. The database holds what each session was shown and the orchestrators' reports.
+fn private_file(path: &Path) -> std::io::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)?;
+    let meta = file.metadata()?;
+    // SAFETY: geteuid has no preconditions.
+    let mine = meta.uid() == unsafe { libc::geteuid() };
+    if mine && meta.mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
 impl Database {
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     pub fn open(path: &Path, busy_timeout: Duration) -> Result<Database, StoreError> {
@@ -155,6 +174,7 @@ impl Database {
                 .create(dir)
                 .map_err(|e| open_err(format!("creating {}: {e}", dir.display())))?;
         }
+        private_file(path).map_err(|e| open_err(format!("creating {}: {e}", path.display())))?;
         let timeout_ms = busy_timeout.as_millis() as u64;
         let manager = SqliteConnectionManager::file(path).with_init(move |c| {
             // The busy timeout comes first so that the pragmas below wait for a lock too.

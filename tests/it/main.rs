@@ -29,4 +29,5 @@ mod protocol;
 mod reload;
 mod scope;
 mod service;
+mod starvation;
 mod tidy;

@@ -1,7 +1,7 @@
 //! The rollout's measurements end to end: what the real sidecar records (prompt builds, edit
 //! hooks, an orchestrator's QC results, re-reviews, session tokens, A/B assignments), the
 //! `.metrics/` files `guidebook metrics` and `guidebook ab report` write from them, the alert,
-//! and the Prometheus endpoint scraped by a real Prometheus.
+//! and the Prometheus endpoint scraped by a real Prometheus, loopback unless allowed, and capped.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -595,6 +595,104 @@ fn http_get(port: u16, path: &str) -> Option<(u16, String, String)> {
     let (head, body) = text.split_once("\r\n\r\n")?;
     let status = head.split(' ').nth(1)?.parse().ok()?;
     Some((status, head.to_string(), body.to_string()))
+}
+
+/// A non-loopback `metricsListen` is a configuration error naming the setting that allows
+/// it; with that setting the daemon serves there, and warns.
+#[test]
+fn a_remote_metrics_address_needs_metrics_allow_remote() {
+    let port = free_port();
+    let sidecar = Sidecar::start_default();
+    let remote = format!("0.0.0.0:{port}");
+    let mut serve = sidecar.guidebook(&["serve"]);
+    serve.env("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN", &remote).env(
+        "ADAPTIVE_GUIDEBOOK_SOCKET",
+        sidecar.dir.path().join("other.sock"),
+    );
+    let out = crate::harness::run_bounded(serve, b"", "guidebook serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("metricsAllowRemote"), "{stderr}");
+    assert!(http_get(port, "/metrics").is_none(), "nothing listens");
+
+    let config = sidecar.dir.path().join("remote.yaml");
+    std::fs::write(
+        &config,
+        format!("metricsListen: \"{remote}\"\nmetricsAllowRemote: true\n"),
+    )
+    .unwrap();
+    let allowed = Sidecar::start_with(SidecarOptions {
+        env: vec![(
+            "ADAPTIVE_GUIDEBOOK_CONFIG".into(),
+            config.display().to_string(),
+        )],
+        ..SidecarOptions::default()
+    });
+    let (status, _, _) = http_get(port, "/metrics").expect("the endpoint answers");
+    assert_eq!(status, 200);
+    let log = allowed.stderr();
+    assert!(
+        log.contains("WARN") && log.contains("metricsAllowRemote"),
+        "{log}"
+    );
+}
+
+/// The daemon's open descriptors, counted in /proc.
+#[cfg(target_os = "linux")]
+fn open_descriptors(pid: libc::pid_t) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+/// Connections held open without a request cost the daemon at most the endpoint's cap of
+/// descriptors (the rest wait in the kernel's backlog), each is dropped after a short read
+/// timeout, and a scrape behind them is answered once their turn is over.
+#[cfg(target_os = "linux")]
+#[test]
+fn held_metrics_connections_are_capped_and_a_scrape_still_gets_through() {
+    const CAP: usize = 16;
+    let port = free_port();
+    let sidecar = Sidecar::start_with(SidecarOptions {
+        env: vec![("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN".into(), port.to_string())],
+        ..SidecarOptions::default()
+    });
+    let before = open_descriptors(sidecar.pid());
+    let held: Vec<TcpStream> = (0..3 * CAP)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    // The daemon takes connections up to its cap, and no more, while they are held.
+    let started = Instant::now();
+    let mut most = 0;
+    while started.elapsed() < Duration::from_secs(1) {
+        let now = open_descriptors(sidecar.pid()).saturating_sub(before);
+        most = most.max(now);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A little room for the files a reload check opens meanwhile.
+    assert!(
+        most <= CAP + 4,
+        "{most} descriptors for {} held connections",
+        held.len()
+    );
+    assert!(
+        most >= CAP / 2,
+        "the daemon took the connections it may ({most})"
+    );
+    // The held ones time out in turn, and a scrape behind them is answered.
+    let mut scrape = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    scrape.set_read_timeout(Some(WATCHDOG)).unwrap();
+    write!(
+        scrape,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    scrape
+        .read_to_string(&mut text)
+        .expect("answered within the watchdog");
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    drop(held);
 }
 
 struct Killed(Child);
