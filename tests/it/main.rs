@@ -30,4 +30,5 @@ mod reload;
 mod scope;
 mod service;
 mod starvation;
+mod test_script;
 mod tidy;
