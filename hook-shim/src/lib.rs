@@ -45,8 +45,7 @@ mod paths;
 mod plan;
 pub mod protocol;
 
-pub use output::{
-    context_text, guideline_block, render_hook, render_search, Shape, CONTEXT_HEADER,
-};
+pub use output::{nothing, render_hook, render_search, Shape};
 pub use plan::{changed_files, changed_files_of, plan, plan_event, Action};
+pub use protocol::{context_text, guideline_block, CONTEXT_HEADER};
 pub use protocol::{parse_response, ResponseError};

@@ -10,13 +10,11 @@
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use guidebook_hook::autostart;
 use guidebook_hook::client::{self, ClientError};
-use guidebook_hook::event::Host;
 use guidebook_hook::guard::Protected;
 use guidebook_hook::hook::{HookPlan, SidecarLink};
 use guidebook_hook::protocol::deadline_ms;
@@ -30,8 +28,9 @@ const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 const MAX_STDIN_BYTES: u64 = 16 << 20;
 
 const HELP: &str = "\
-guidebook-hook: reads one Codex or Claude Code hook event on stdin, asks the Adaptive Guidebook
-sidecar which guidelines apply, and prints at most one line of hook output JSON. Always exits 0.
+guidebook-hook: reads one Codex, Claude Code or Gemini CLI hook event on stdin, asks the Adaptive
+Guidebook sidecar which guidelines apply, and prints at most one line of hook output JSON. Always
+exits 0.
 
 Usage: guidebook-hook [--socket PATH]
 
@@ -54,14 +53,9 @@ Environment:
 /// halfway through the line.
 static STDOUT_GATE: Mutex<()> = Mutex::new(());
 
-/// Set once the event is known to come from Gemini CLI. When a hook's stdout is empty, Gemini
-/// CLI reads its stderr and shows the text to the user as a "hook system message": so for it
-/// the shim always answers with a JSON object (`{}` when it has nothing to say), and our
-/// diagnostics stay diagnostics.
-static GEMINI: AtomicBool = AtomicBool::new(false);
-
-/// What the shim prints for Gemini CLI when it has nothing to say.
-const GEMINI_NOTHING: &str = "{}";
+/// What the shim prints when it has nothing to say, set once the event's host is known and
+/// wants one (Gemini CLI: see `guidebook_hook::nothing`). The watchdog prints it too.
+static NOTHING: OnceLock<&'static str> = OnceLock::new();
 
 macro_rules! diag {
     ($($arg:tt)*) => {
@@ -105,8 +99,8 @@ fn run(started: Instant) {
     let Some(hook) = HookPlan::of(&event, &protected) else {
         return;
     };
-    if hook.shape.host == Host::GeminiCli {
-        GEMINI.store(true, Ordering::SeqCst);
+    if let Some(nothing) = guidebook_hook::nothing(hook.shape.host) {
+        let _ = NOTHING.set(nothing);
     }
     if hook.guard.is_some() {
         diag!("denied a tool call that would lift the agent's own guardrails");
@@ -131,8 +125,11 @@ fn run(started: Instant) {
     };
     match hook.run(max_tokens, &mut link) {
         Some(line) => print_line(&line, deadline),
-        None if GEMINI.load(Ordering::SeqCst) => print_line(GEMINI_NOTHING, deadline),
-        None => {}
+        None => {
+            if let Some(nothing) = NOTHING.get() {
+                print_line(nothing, deadline);
+            }
+        }
     }
 }
 
@@ -315,9 +312,9 @@ fn start_watchdog(deadline: Instant, timeout: Duration) {
             // Waiting for the gate lets a line already being printed finish whole.
             let _gate = STDOUT_GATE.lock();
             diag!("gave up after {} ms", timeout.as_millis());
-            if GEMINI.load(Ordering::SeqCst) {
+            if let Some(nothing) = NOTHING.get() {
                 let mut stdout = io::stdout().lock();
-                let _ = writeln!(stdout, "{GEMINI_NOTHING}").and_then(|()| stdout.flush());
+                let _ = writeln!(stdout, "{nothing}").and_then(|()| stdout.flush());
             }
             std::process::exit(0);
         });

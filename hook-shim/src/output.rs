@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::breaker::BreakerVerdict;
 use crate::event::{EventName, HookEvent, Host};
 use crate::plan::Action;
+use crate::protocol::context_text;
 
 /// Whose output shapes an answer takes: the host, and the event name an after-tool context is
 /// labelled with (`PostToolUse`, Claude Code's `PostToolUseFailure`, Gemini CLI's `AfterTool`).
@@ -43,9 +44,6 @@ impl Shape {
         }
     }
 }
-
-/// The first line of the text handed to the agent after an edit.
-pub const CONTEXT_HEADER: &str = "Adaptive Guidebook guidelines relevant to the latest changes:";
 
 /// The hook output, in `host`'s shapes, for an event that asked `action` (with its `search`
 /// result, if any) and got `verdict` from the breaker:
@@ -101,6 +99,14 @@ pub fn render_hook(
     }
 }
 
+/// What the hook prints for `host` when it has nothing to say: nothing, except for Gemini CLI.
+/// When a hook's stdout is empty, Gemini CLI reads its stderr and shows that text to the user
+/// as a "hook system message"; so it always gets a JSON object, `{}` when there is nothing in
+/// it, and the shim's diagnostics stay diagnostics.
+pub fn nothing(host: Host) -> Option<&'static str> {
+    (host == Host::GeminiCli).then_some("{}")
+}
+
 /// Additional context after a tool ran, labelled with the event it answers: `PostToolUse` (or
 /// Claude Code's `PostToolUseFailure`), or Gemini CLI's `AfterTool`, which appends it to the
 /// tool's result.
@@ -142,22 +148,6 @@ fn search_text(guidelines: &Value) -> Option<String> {
     (!blocks.is_empty()).then(|| context_text(blocks))
 }
 
-/// The text handed to the agent for `(id, content)` pairs: [`CONTEXT_HEADER`], then per
-/// guideline [`guideline_block`]. The sidecar budgets `search` results on this same text.
-pub fn context_text<'a>(guidelines: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-    let mut text = String::from(CONTEXT_HEADER);
-    for (id, content) in guidelines {
-        text.push_str(&guideline_block(id, content));
-    }
-    text
-}
-
-/// One guideline's part of the context text: a blank line, `[id]`, a newline and the content
-/// with trailing whitespace removed.
-pub fn guideline_block(id: &str, content: &str) -> String {
-    format!("\n\n[{id}]\n{}", content.trim_end())
-}
-
 /// Wraps `text` as `PostToolUse` additional context. The JSON is written by hand, with
 /// serde_json escaping the text, because the key order is part of the contract and serde_json's
 /// default map sorts keys.
@@ -171,6 +161,7 @@ fn post_tool_use_context(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::CONTEXT_HEADER;
     use serde_json::json;
 
     #[test]

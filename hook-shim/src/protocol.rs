@@ -55,6 +55,26 @@ pub mod method {
     ];
 }
 
+/// The first line of the text handed to the agent after an edit. Part of the contract: the
+/// shim shows it, and the sidecar counts it against a `search`'s `maxTokens`.
+pub const CONTEXT_HEADER: &str = "Adaptive Guidebook guidelines relevant to the latest changes:";
+
+/// The text handed to the agent for `(id, content)` pairs: [`CONTEXT_HEADER`], then per
+/// guideline [`guideline_block`]. The sidecar budgets `search` results on this same text.
+pub fn context_text<'a>(guidelines: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut text = String::from(CONTEXT_HEADER);
+    for (id, content) in guidelines {
+        text.push_str(&guideline_block(id, content));
+    }
+    text
+}
+
+/// One guideline's part of the context text: a blank line, `[id]`, a newline and the content
+/// with trailing whitespace removed.
+pub fn guideline_block(id: &str, content: &str) -> String {
+    format!("\n\n[{id}]\n{}", content.trim_end())
+}
+
 /// The flag that turns the circuit breaker's hooks on, per session.
 pub const HOOKS_ENABLED: &str = "hooks_enabled";
 /// The flag that gates progressive disclosure in `buildPrompt`.
