@@ -5,9 +5,9 @@
 //! `{"matcher"?: REGEX, "hooks": [HANDLER, ...]}` and a HANDLER is
 //! `{"type": "command", "command": CMD, "timeout"?: SECONDS}` or, run as a call on a connected
 //! MCP server, `{"type": "mcp_tool", "server": NAME, "tool": TOOL, "input": TEMPLATE}`. A handler
-//! is *ours* when the first word of its command names a file called `guidebook-hook` (any
-//! directory, any arguments, quoted or not), or when it is an `mcp_tool` handler on our server
-//! (`guidebook`). Installing one wiring replaces the other's handlers.
+//! is *ours* when its command is exactly a path to `guidebook-hook` and the shim's own flags
+//! ([`is_our_command`]), or when it is an `mcp_tool` handler on our server (`guidebook`).
+//! Installing one wiring replaces the other's handlers.
 
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -292,10 +292,106 @@ const CLAUDE_BASH: &[(&str, Template)] = &[
     ("cwd", Template::Field("${cwd}")),
 ];
 
-/// Whether `command` runs `guidebook-hook`: its first word, unquoted, is a path whose file
-/// name is `guidebook-hook`.
+/// Whether `command` is one we wrote: exactly a path to `guidebook-hook`, possibly quoted,
+/// followed by nothing but the shim's own `--socket PATH` (or `--socket=PATH`), with nothing a
+/// shell would run, expand or redirect anywhere in it. The path is the bare name (found on
+/// `PATH`), an absolute path, or `~/…`: a relative one (`./tools/guidebook-hook`) names a file
+/// of whatever repository the agent runs in, so it is not ours. A command that merely starts
+/// with our program (`guidebook-hook && curl … | sh`) is not ours either: it is left alone,
+/// never replaced, never trusted.
 pub fn is_our_command(command: &str) -> bool {
-    program(command).rsplit('/').next() == Some(HOOK_PROGRAM)
+    let Some(words) = shell_words(command) else {
+        return false;
+    };
+    let mut words = words.into_iter();
+    let Some(program) = words.next() else {
+        return false;
+    };
+    let name_ok = program.text.rsplit('/').next() == Some(HOOK_PROGRAM);
+    let place_ok = !program.text.contains('/')
+        || program.text.starts_with('/')
+        || (program.text.starts_with("~/") && program.tilde_expands);
+    if !name_ok || !place_ok || program.text.contains('=') {
+        return false;
+    }
+    while let Some(word) = words.next() {
+        match word.text.as_str() {
+            "--socket" => {
+                if words.next().is_none() {
+                    return false;
+                }
+            }
+            flag if flag.starts_with("--socket=") => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// One word of a command line, its quotes removed.
+#[derive(Debug, PartialEq, Eq)]
+struct Word {
+    text: String,
+    /// It starts with an unquoted `~`, which the shell expands to the home directory.
+    tilde_expands: bool,
+}
+
+/// The words of `command` if it is plain enough to read without a shell: words of letters,
+/// digits and `/._+,:@%~=-`, single-quoted text (anything but a quote or a line break),
+/// double-quoted text without `$`, `` ` ``, `\\` or `!`, and `\\'` (the quote inside
+/// single-quoted text, as [`super::shell_quote`] writes it). Anything else (`;&|$`<>()`, globs,
+/// line breaks, other escapes) gives `None`.
+fn shell_words(command: &str) -> Option<Vec<Word>> {
+    let mut words = Vec::new();
+    let mut chars = command.chars().peekable();
+    loop {
+        while chars.next_if(|c| *c == ' ' || *c == '\t').is_some() {}
+        let Some(&first) = chars.peek() else {
+            return Some(words);
+        };
+        let mut word = Word {
+            text: String::new(),
+            tilde_expands: first == '~',
+        };
+        while let Some(&c) = chars.peek() {
+            match c {
+                ' ' | '\t' => break,
+                '\'' => {
+                    chars.next();
+                    loop {
+                        match chars.next()? {
+                            '\'' => break,
+                            '\n' | '\r' | '\0' => return None,
+                            c => word.text.push(c),
+                        }
+                    }
+                }
+                '"' => {
+                    chars.next();
+                    loop {
+                        match chars.next()? {
+                            '"' => break,
+                            '$' | '`' | '\\' | '!' | '\n' | '\r' | '\0' => return None,
+                            c => word.text.push(c),
+                        }
+                    }
+                }
+                '\\' => {
+                    chars.next();
+                    match chars.next()? {
+                        '\'' => word.text.push('\''),
+                        _ => return None,
+                    }
+                }
+                c if c.is_ascii_alphanumeric() || "/._+,:@%~=-".contains(c) => {
+                    chars.next();
+                    word.text.push(c);
+                }
+                _ => return None,
+            }
+        }
+        words.push(word);
+    }
 }
 
 /// The program a shell command line runs: its first word, without the quotes around it.
@@ -315,9 +411,26 @@ pub(super) struct Group {
     hooks: [Handler; 1],
 }
 
+impl Group {
+    /// The matcher we give this group (`None`: the event takes none).
+    pub(super) fn matcher(&self) -> Option<&'static str> {
+        self.matcher
+    }
+
+    /// The group's `hooks` array, for a group of the user's whose other keys are kept.
+    pub(super) fn hooks(&self) -> &[Handler; 1] {
+        &self.hooks
+    }
+
+    /// Our handler as JSON: what a trust record is computed from and checked against.
+    pub(super) fn handler_value(&self) -> Value {
+        serde_json::to_value(&self.hooks[0]).expect("JSON of plain values")
+    }
+}
+
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-enum Handler {
+pub(super) enum Handler {
     Command {
         #[serde(rename = "type")]
         kind: &'static str,
@@ -336,7 +449,7 @@ enum Handler {
 
 /// An input template, serialised in its written order.
 #[derive(Debug)]
-struct TemplateObject(&'static [(&'static str, Template)]);
+pub(super) struct TemplateObject(&'static [(&'static str, Template)]);
 
 impl Serialize for TemplateObject {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -10,11 +10,13 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// Why a configuration text cannot be edited. Nothing is changed in either case.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+/// Why a configuration file cannot be edited. Nothing is changed in any case: every file an
+/// install touches is read and edited in memory before the first is written.
+#[derive(Debug, thiserror::Error)]
 pub enum EditError {
-    /// Not JSON at all: where and why.
-    #[error("{line}:{column}: not valid JSON: {message}")]
+    /// A place in the text that cannot be read, or not safely (not JSON, a duplicate key, a
+    /// comment where it cannot be kept): where and why.
+    #[error("{line}:{column}: {message}")]
     Syntax {
         line: usize,
         column: usize,
@@ -26,6 +28,9 @@ pub enum EditError {
     /// Codex's `config.toml` is not TOML, or `mcp_servers` in it is not a table.
     #[error("{0}")]
     Toml(String),
+    /// The file cannot be read or written safely (a link in a project, not a regular file).
+    #[error(transparent)]
+    File(#[from] super::files::FileError),
 }
 
 /// An object's members in their written order, each value as its original text.
@@ -128,11 +133,16 @@ pub fn members(text: &str) -> Option<RawMembers<'_>> {
     serde_json::from_str::<Members>(text).ok().map(|m| m.0)
 }
 
-/// The top-level members of a document (an empty text is an empty object).
+/// The top-level members of a document (an empty text is an empty object). A document with
+/// a key twice in one object is refused: hosts and editors disagree on which one counts
+/// (serde_json's `Value` keeps the last, a member walk finds the first), and a file that
+/// means one thing to the installer and another to the agent is how a repository could get
+/// its own handler trusted.
 pub fn parse_document(text: &str) -> Result<RawMembers<'_>, EditError> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
+    check_unique_keys(text)?;
     match serde_json::from_str::<Members>(text) {
         Ok(members) => Ok(members.0),
         Err(e) if e.is_data() => Err(EditError::Shape(
@@ -149,11 +159,140 @@ pub fn syntax_error(e: serde_json::Error) -> EditError {
         Some(at) => message[..at].to_string(),
         None => message,
     };
+    let message = match message.strip_prefix(DUPLICATE) {
+        Some(key) => format!(
+            "duplicate key {key} in one object: agents and editors disagree on which one \
+             counts; remove one"
+        ),
+        None => format!("not valid JSON: {message}"),
+    };
     EditError::Syntax {
         line: e.line(),
         column: e.column(),
         message,
     }
+}
+
+/// How [`Unique`] starts the message of a duplicate key, for [`syntax_error`] to word it.
+const DUPLICATE: &str = "\u{0}duplicate key ";
+
+/// Refuses a JSON text that has the same key twice in any object, at any depth, with the line
+/// and column just after the second one; a text that is not JSON gets its syntax error.
+pub fn check_unique_keys(text: &str) -> Result<(), EditError> {
+    serde_json::from_str::<Unique>(text)
+        .map(|_| ())
+        .map_err(syntax_error)
+}
+
+/// Any JSON value, read only to check that no object in it repeats a key.
+struct Unique;
+
+impl<'de> Deserialize<'de> for Unique {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueVisitor)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> Visitor<'de> for UniqueVisitor {
+    type Value = Unique;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Unique, E> {
+        Ok(Unique)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Unique, E> {
+        Ok(Unique)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Unique, E> {
+        Ok(Unique)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Unique, E> {
+        Ok(Unique)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Unique, E> {
+        Ok(Unique)
+    }
+    fn visit_unit<E>(self) -> Result<Unique, E> {
+        Ok(Unique)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Unique, A::Error> {
+        while seq.next_element::<Unique>()?.is_some() {}
+        Ok(Unique)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Unique, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                // Raised before the value is read: the position is just after the key.
+                return Err(serde::de::Error::custom(format!(
+                    "{DUPLICATE}{}",
+                    serde_json::to_string(&key).unwrap_or(key)
+                )));
+            }
+            map.next_value::<Unique>()?;
+        }
+        Ok(Unique)
+    }
+}
+
+/// `text` with its `//` and `/* */` comments turned into spaces (line breaks kept), as Gemini
+/// CLI reads its settings (`JSON.parse(stripJsonComments(text))`, whose default also keeps
+/// every other character in place), and where each comment was. Every byte keeps its offset,
+/// so a position in the result is one in `text`. A trailing comma is not removed: Gemini CLI
+/// refuses it too.
+pub fn strip_comments(text: &str) -> (String, Vec<std::ops::Range<usize>>) {
+    let bytes = text.as_bytes();
+    let mut out = bytes.to_vec();
+    let mut comments = Vec::new();
+    let mut i = 0;
+    let mut in_string = false;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        let end = match (b, bytes.get(i + 1)) {
+            (b'"', _) => {
+                in_string = true;
+                i += 1;
+                continue;
+            }
+            (b'/', Some(b'/')) => bytes[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(bytes.len(), |n| i + n),
+            (b'/', Some(b'*')) => bytes[i + 2..]
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(bytes.len(), |n| i + 2 + n + 2),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        for c in &mut out[i..end] {
+            if !matches!(*c, b'\n' | b'\r') {
+                *c = b' ';
+            }
+        }
+        comments.push(i..end);
+        i = end;
+    }
+    // Only ASCII bytes were replaced, by ASCII spaces, and only whole comments, which begin
+    // and end on character boundaries: the result is UTF-8.
+    (
+        String::from_utf8(out).expect("comments replaced whole"),
+        comments,
+    )
 }
 
 /// Pretty-prints `top` with the indentation `original` uses (two spaces if it shows none), so
@@ -168,6 +307,11 @@ pub fn render<L: Serialize>(top: &Node<'_, L>, original: &str) -> String {
     let mut text = String::from_utf8(out).expect("serde_json writes UTF-8");
     text.push('\n');
     text
+}
+
+/// The indentation one level of `text` uses (two spaces if it shows none).
+pub fn indent_unit(text: &str) -> String {
+    detect_indent(text)
 }
 
 fn detect_indent(text: &str) -> String {

@@ -1,20 +1,29 @@
 //! `guidebook hooks install|uninstall`: our hook entries in (or out of) the agents' settings.
 //!
-//! `--codex|--claude [--mcp] [--project DIR] [--print]`: Codex's `hooks.json` and Claude Code's
-//! `settings.json`; with `--mcp`, `mcp_tool` hooks and our MCP server in Codex's `config.toml`
-//! or Claude Code's `~/.claude.json` / `.mcp.json`. Reads: those files, the environment
-//! (`HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `PATH`). Writes: those files, atomically, after
-//! a `.bak` copy.
+//! `--codex|--claude|--gemini [--mcp] [--trust] [--project DIR] [--print]`: Codex's
+//! `hooks.json`, Claude Code's and Gemini CLI's `settings.json`; with `--mcp`, `mcp_tool` hooks
+//! and our MCP server in Codex's `config.toml` or Claude Code's `~/.claude.json` / `.mcp.json`;
+//! with `--trust`, Codex's trust records for exactly the handlers this run wrote, in the user's
+//! `config.toml`. Reads: those files, the environment (`HOME`, `CODEX_HOME`,
+//! `CLAUDE_CONFIG_DIR`, `GEMINI_CLI_HOME`, `PATH`). Writes: those files, atomically, each
+//! after a new timestamped backup beside it (the last five kept).
+//!
+//! One run is one transaction as far as files allow: every file is read, checked and edited
+//! in memory before the first is written, so a malformed `config.toml` leaves `hooks.json`
+//! untouched; Codex's trust records are written last, once `hooks.json` reads back as written.
+//! In a project, no link below the project's directory is followed; in the user's own scope,
+//! the user's links (dotfiles) are resolved and the resolved path is printed ([`files`]).
 //!
 //! - [`host`]: each host's events, matchers and templates, and which handlers are ours;
-//! - [`json_tree`]: the text-preserving JSON editor;
-//! - [`edit`]: our entries merged in and out of the JSON settings;
-//! - [`codex_toml`]: our MCP server in Codex's `config.toml`.
+//! - [`json_tree`]: the text-preserving JSON editor (duplicate keys refused, comments read);
+//! - [`edit`]: our entries merged in and out of the JSON settings, and where they landed;
+//! - [`codex_toml`]: our MCP server in Codex's `config.toml`;
+//! - [`codex_trust`]: Codex's trust records, computed from what this run wrote;
+//! - [`files`]: where the files are, read and written without following a planted link.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Subcommand};
@@ -23,11 +32,14 @@ use super::{CliError, UsageError};
 mod codex_toml;
 pub mod codex_trust;
 mod edit;
+mod files;
 mod host;
 mod json_tree;
 
 pub use codex_toml::install_codex_mcp_server;
-pub use edit::{install, install_mcp_server, installed, uninstall};
+pub use edit::{install_mcp_server, installed};
+use edit::{install_placed, uninstall_from, Placed};
+use files::{FileError, Located, Scope, Snapshot};
 pub use host::{program, Host, Wiring, HOOK_PROGRAM};
 pub use json_tree::EditError;
 
@@ -121,102 +133,305 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     if wiring == Some(Wiring::Mcp) && hosts.contains(&Host::Gemini) {
         return Err(UsageError::NoMcpHooks(Host::Gemini.name()).into());
     }
+    let project = target.project.as_deref().map(project_dir).transpose()?;
+    let scope = match &project {
+        Some(dir) => Scope::Project(dir.clone()),
+        None => Scope::User,
+    };
+    // Every file is read and edited in memory first; only then is any written.
+    let mut plan = Plan::default();
     for host in hosts {
-        let path = config_file(host, target.project.as_deref())?;
-        // Before an uninstall, our handlers' trust records: they go with the handlers.
-        let untrust_keys = match (host, &wiring) {
-            (Host::Codex, None) => codex_trust::our_handlers(&path, &read_config(&path)?)
-                .map(|ours| ours.into_iter().map(|o| o.key).collect())
-                .unwrap_or_default(),
-            _ => Vec::new(),
+        let path = config_file(host, project.as_deref())?;
+        let hooks = plan.open(host, &path, &scope)?;
+        let Some(wiring) = &wiring else {
+            // Our handlers' trust records go with them.
+            let untrust_keys: Vec<String> = match host {
+                Host::Codex => codex_trust::our_handlers(&path, plan.original(hooks))
+                    .map(|ours| ours.into_iter().map(|o| o.key).collect())
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            plan.edit(hooks, "hooks removed from", |text| {
+                uninstall_from(text, host.dialect()).map(|t| (t, ()))
+            })?;
+            let config = codex_config_file()?;
+            if !untrust_keys.is_empty() && config.exists() && !target.print {
+                let config = plan.open(Host::Codex, &config, &Scope::User)?;
+                plan.edit(
+                    config,
+                    "Codex trust records of our hooks removed from",
+                    |text| codex_trust::untrust(text, &untrust_keys).map(|t| (t, ())),
+                )?;
+            }
+            continue;
         };
-        let before = match host {
-            Host::Codex => read_config(&path)?,
-            _ => String::new(),
-        };
-        let edit = |original: &str| match &wiring {
-            Some(wiring) => install(original, host, wiring),
-            None => uninstall(original),
-        };
-        let verb = if wiring.is_some() {
-            "hooks installed in"
-        } else {
-            "hooks removed from"
-        };
-        apply(host, &path, edit, verb, target.print)?;
-        if host == Host::Codex {
-            codex_trust_step(
-                &path,
-                &before,
-                &wiring,
-                trust_codex,
-                &untrust_keys,
-                target.print,
-            )?;
+        let before = plan.original(hooks).to_string();
+        let installed = plan.edit(hooks, "hooks installed in", |text| {
+            install_placed(text, host, wiring).map(|i| (i.text.clone(), i))
+        })?;
+        for kept in &installed.kept {
+            plan.note(format!(
+                "{}: kept your matcher `{}` on {} in {} (ours: `{}`)",
+                host.name(),
+                kept.theirs,
+                kept.event,
+                path.display(),
+                kept.ours
+            ));
         }
-        if wiring == Some(Wiring::Mcp) {
-            let server_path = mcp_server_file(host, target.project.as_deref())?;
+        if host == Host::Codex && trust_codex {
+            let ours = codex_trust::records(&path, &installed.placed);
+            // Records this install moved our handlers away from.
+            let stale: Vec<String> = codex_trust::our_handlers(&path, &before)
+                .map(|old| old.into_iter().map(|o| o.key).collect())
+                .unwrap_or_default();
+            let config = plan.open(Host::Codex, &codex_config_file()?, &Scope::User)?;
+            plan.edit(config, "Codex trust records for our hooks set in", |text| {
+                codex_trust::trust(text, &ours, &stale).map(|t| (t, ()))
+            })?;
+            // The records are written only once the hooks file reads back as written.
+            plan.verify(hooks, installed.placed.clone(), config);
+        } else if host == Host::Codex && !target.print {
+            plan.note(
+                "Codex runs these hooks only once they are trusted: open `codex`, review them \
+                 in /hooks, or run `guidebook hooks install --codex --trust`"
+                    .to_string(),
+            );
+        }
+        if *wiring == Wiring::Mcp {
+            let server_path = mcp_server_file(host, project.as_deref())?;
             let command = mcp_server_command()?;
             let env = mcp_server_env();
-            let edit = |original: &str| match host {
-                Host::Codex => install_codex_mcp_server(original, &command, &env),
-                Host::Claude | Host::Gemini => install_mcp_server(original, &command, &env),
-            };
-            if target.print {
-                println!("--- {}", server_path.display());
-            }
-            apply(
-                host,
-                &server_path,
-                edit,
-                "MCP server `guidebook` set in",
-                target.print,
-            )?;
+            let server = plan.open(host, &server_path, &scope)?;
+            plan.edit(server, "MCP server `guidebook` set in", |original| {
+                match host {
+                    Host::Codex => install_codex_mcp_server(original, &command, &env),
+                    Host::Claude | Host::Gemini => install_mcp_server(original, &command, &env),
+                }
+                .map(|t| (t, ()))
+            })?;
         }
+    }
+    if target.print {
+        plan.print();
+    } else {
+        plan.write()?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Edits the file at `path` with `edit` and writes it (or prints it, with `print`), saying what
-/// was done.
-fn apply(
+/// `--project DIR` as an absolute path, canonical as far as it exists: Codex keys its trust
+/// records by the canonical path of the project's `hooks.json`, and a link in DIR itself is
+/// the user's own choice of name (the links refused are those below it).
+fn project_dir(dir: &Path) -> Result<PathBuf, CliError> {
+    let absolute = std::path::absolute(dir).map_err(|source| CliError::Io {
+        doing: format!("making {} absolute", dir.display()),
+        source,
+    })?;
+    Ok(canonical_prefix(&absolute))
+}
+
+/// `path` with its longest existing ancestor canonicalised and the rest appended as written
+/// (`..` and `.` in the rest resolved lexically).
+fn canonical_prefix(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                match part {
+                    Component::ParentDir => {
+                        out.pop();
+                    }
+                    Component::CurDir => {}
+                    part => out.push(part),
+                }
+            }
+            return out;
+        }
+        match (at.parent(), at.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last);
+                at = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// The files one run edits, each read once and edited in memory, in the order first opened;
+/// written only once every edit has succeeded.
+#[derive(Default)]
+struct Plan {
+    files: Vec<PlannedFile>,
+    notes: Vec<String>,
+    /// A hooks file to read back after writing, the handlers that must be in it, and the file
+    /// (the trust records) written only if they are.
+    checks: Vec<(usize, Vec<Placed>, usize)>,
+}
+
+struct PlannedFile {
     host: Host,
-    path: &Path,
-    edit: impl Fn(&str) -> Result<String, EditError>,
-    verb: &str,
-    print: bool,
-) -> Result<(), CliError> {
-    let original = read_config(path)?;
-    let edited = edit(&original).map_err(|source| CliError::HookConfig {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if print {
-        print!("{edited}");
-        return Ok(());
+    located: Located,
+    before: Snapshot,
+    text: String,
+    verbs: Vec<&'static str>,
+}
+
+impl Plan {
+    /// The file at `path`, read now (once per run: a second edit of it starts from the first's
+    /// result), by `scope`'s rule.
+    fn open(&mut self, host: Host, path: &Path, scope: &Scope) -> Result<usize, CliError> {
+        let refused = |source: FileError| CliError::HookConfig {
+            path: path.to_path_buf(),
+            source: EditError::File(source),
+        };
+        let located = files::locate(path, scope).map_err(refused)?;
+        if let Some(i) = self
+            .files
+            .iter()
+            .position(|f| f.located.real == located.real)
+        {
+            return Ok(i);
+        }
+        let before = files::read(&located).map_err(refused)?;
+        self.files.push(PlannedFile {
+            host,
+            text: before.text.clone(),
+            located,
+            before,
+            verbs: Vec::new(),
+        });
+        Ok(self.files.len() - 1)
     }
-    if edited == original {
-        println!(
-            "{}: up to date, nothing to change in {}",
-            host.name(),
-            path.display()
-        );
-        return Ok(());
+
+    /// The text of file `i` as it was read.
+    fn original(&self, i: usize) -> &str {
+        &self.files[i].before.text
     }
-    let backup = write_atomically(path, &edited).map_err(|source| CliError::Io {
-        doing: format!("writing {}", path.display()),
-        source,
-    })?;
-    match backup {
-        Some(backup) => println!(
-            "{}: {verb} {} (previous version: {})",
-            host.name(),
-            path.display(),
-            backup.display()
-        ),
-        None => println!("{}: {verb} {}", host.name(), path.display()),
+
+    /// Edits file `i` in memory; an edit that fails fails the run before anything is written.
+    fn edit<T>(
+        &mut self,
+        i: usize,
+        verb: &'static str,
+        edit: impl FnOnce(&str) -> Result<(String, T), EditError>,
+    ) -> Result<T, CliError> {
+        let file = &mut self.files[i];
+        let (text, out) = edit(&file.text).map_err(|source| CliError::HookConfig {
+            path: file.located.named.clone(),
+            source,
+        })?;
+        file.text = text;
+        file.verbs.push(verb);
+        Ok(out)
     }
-    Ok(())
+
+    fn verify(&mut self, hooks: usize, placed: Vec<Placed>, then: usize) {
+        self.checks.push((hooks, placed, then));
+    }
+
+    fn note(&mut self, note: String) {
+        self.notes.push(note);
+    }
+
+    /// `--print`: each file as it would be, the second and later under a `--- PATH` line.
+    fn print(&self) {
+        for (i, file) in self.files.iter().enumerate() {
+            if i > 0 {
+                println!("--- {}", file.located.named.display());
+            }
+            print!("{}", file.text);
+        }
+    }
+
+    /// Writes the changed files, saying what was done: the trust records last, once the hooks
+    /// file they are for reads back as written.
+    fn write(&self) -> Result<(), CliError> {
+        let after_check: Vec<usize> = self.checks.iter().map(|c| c.2).collect();
+        let mut written = Vec::new();
+        for (i, file) in self.files.iter().enumerate() {
+            if !after_check.contains(&i) {
+                self.write_one(file, &mut written)?;
+            }
+        }
+        for (hooks, placed, _) in &self.checks {
+            let file = &self.files[*hooks];
+            let read_back = files::read(&file.located)
+                .map(|s| s.text)
+                .map_err(|e| e.to_string());
+            let problem = match read_back {
+                Ok(text) if text != file.text => Some(
+                    "it is not what was just written (did something else change it?)".to_string(),
+                ),
+                Ok(text) => codex_trust::check_written(&text, placed).err(),
+                Err(e) => Some(e),
+            };
+            if let Some(problem) = problem {
+                return Err(CliError::Io {
+                    doing: format!(
+                        "reading {} back after writing it (written: {})",
+                        file.located.named.display(),
+                        shown(&written)
+                    ),
+                    source: io::Error::other(format!(
+                        "{problem}; no Codex trust record was written: run the install again"
+                    )),
+                });
+            }
+        }
+        for i in after_check {
+            self.write_one(&self.files[i], &mut written)?;
+        }
+        for note in &self.notes {
+            println!("{note}");
+        }
+        Ok(())
+    }
+
+    fn write_one(&self, file: &PlannedFile, written: &mut Vec<PathBuf>) -> Result<(), CliError> {
+        let named = &file.located.named;
+        let name = file.host.name();
+        if file.text == file.before.text {
+            println!(
+                "{name}: up to date, nothing to change in {}",
+                named.display()
+            );
+            return Ok(());
+        }
+        let backup =
+            files::write(&file.located, &file.text, &file.before).map_err(|e| CliError::Io {
+                doing: format!(
+                    "writing {} (written before it: {})",
+                    named.display(),
+                    shown(written)
+                ),
+                source: io::Error::other(e),
+            })?;
+        written.push(named.clone());
+        for verb in &file.verbs {
+            println!("{name}: {verb} {}", named.display());
+        }
+        if let Some(real) = file.located.resolved() {
+            println!("  {} is a link: wrote {}", named.display(), real.display());
+        }
+        if let Some(backup) = backup {
+            println!("  previous version: {}", backup.display());
+        }
+        Ok(())
+    }
+}
+
+fn shown(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "none".into();
+    }
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Where `host` reads MCP servers from: Codex's `config.toml` beside its `hooks.json`; Claude
@@ -280,81 +495,17 @@ pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliErr
         .flatten()
         .filter(|v| !v.is_empty())
     {
-        return Ok(PathBuf::from(dir).join(file_name));
+        // Codex canonicalises `CODEX_HOME`, and keys its trust records by the result.
+        let dir = match host {
+            Host::Codex => std::fs::canonicalize(&dir).unwrap_or_else(|_| PathBuf::from(dir)),
+            _ => PathBuf::from(dir),
+        };
+        return Ok(dir.join(file_name));
     }
     let home = std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
         .ok_or(UsageError::NoHomeForHooks)?;
     Ok(PathBuf::from(home).join(dir_name).join(file_name))
-}
-
-/// Codex's trust records after an install or uninstall of our hooks in `hooks_json` (whose
-/// text was `before`): with `--trust`, records for exactly our handlers (and none left for
-/// their old places); after an uninstall, ours removed; otherwise, how to get them reviewed.
-fn codex_trust_step(
-    hooks_json: &Path,
-    before: &str,
-    wiring: &Option<Wiring>,
-    trust: bool,
-    untrust_keys: &[String],
-    print: bool,
-) -> Result<(), CliError> {
-    let config = codex_config_file()?;
-    match wiring {
-        None => {
-            if untrust_keys.is_empty() || !config.exists() || print {
-                return Ok(());
-            }
-            apply(
-                Host::Codex,
-                &config,
-                |text: &str| codex_trust::untrust(text, untrust_keys),
-                "Codex trust records of our hooks removed from",
-                false,
-            )
-        }
-        Some(_) if trust => {
-            let text = if print {
-                // Nothing was written: the records are for the file as it would be.
-                install(before, Host::Codex, wiring.as_ref().expect("installing")).map_err(
-                    |source| CliError::HookConfig {
-                        path: hooks_json.to_path_buf(),
-                        source,
-                    },
-                )?
-            } else {
-                read_config(hooks_json)?
-            };
-            let ours = codex_trust::our_handlers(hooks_json, &text).map_err(|source| {
-                CliError::HookConfig {
-                    path: hooks_json.to_path_buf(),
-                    source,
-                }
-            })?;
-            let stale: Vec<String> = codex_trust::our_handlers(hooks_json, before)
-                .map(|old| old.into_iter().map(|o| o.key).collect())
-                .unwrap_or_default();
-            if print {
-                println!("--- {}", config.display());
-            }
-            apply(
-                Host::Codex,
-                &config,
-                |text: &str| codex_trust::trust(text, &ours, &stale),
-                "Codex trust records for our hooks set in",
-                print,
-            )
-        }
-        Some(_) => {
-            if !print {
-                println!(
-                    "Codex runs these hooks only once they are trusted: open `codex`, review them \
-                     in /hooks, or run `guidebook hooks install --codex --trust`"
-                );
-            }
-            Ok(())
-        }
-    }
 }
 
 /// Codex's own `config.toml` (`$CODEX_HOME/config.toml`, else `~/.codex/config.toml`), where
@@ -419,55 +570,6 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
-/// Replaces the file at `path` with `text` so that a reader sees the old or the new file, never
-/// a half-written one: the text goes to a temp file in the same directory, is synced, and is
-/// renamed over the file; then the directory is synced. An existing file is first copied to
-/// `<file>.bak` (returned) and its mode is kept. A symlink is followed, so a settings file kept
-/// in a dotfiles repository stays a link.
-fn write_atomically(path: &Path, text: &str) -> io::Result<Option<PathBuf>> {
-    let target = match std::fs::canonicalize(path) {
-        Ok(resolved) => resolved,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => path.to_path_buf(),
-        Err(e) => return Err(e),
-    };
-    let dir = target.parent().unwrap_or(Path::new("/")).to_path_buf();
-    std::fs::create_dir_all(&dir)?;
-    let existing = std::fs::metadata(&target).ok();
-    let backup = match &existing {
-        Some(_) => {
-            let backup = PathBuf::from(format!("{}.bak", target.display()));
-            std::fs::copy(&target, &backup)?;
-            File::open(&backup)?.sync_all()?;
-            Some(backup)
-        }
-        None => None,
-    };
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.guidebook-{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(text.as_bytes())?;
-        let mode = existing
-            .as_ref()
-            .map_or(0o644, |m| m.permissions().mode() & 0o7777);
-        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        file.sync_all()?;
-        std::fs::rename(&temp, &target)?;
-        File::open(&dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written.map(|()| backup)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,34 +589,5 @@ mod tests {
             r"'/x/it'\''s/guidebook-hook'"
         );
         assert!(host::is_our_command(&shell_quote("/a b/guidebook-hook")));
-    }
-
-    #[test]
-    fn atomic_write_keeps_the_mode_follows_links_and_backs_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("dotfiles/settings.json");
-        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
-        std::fs::write(&real, "{}\n").unwrap();
-        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
-        let link = dir.path().join("settings.json");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-
-        let backup = write_atomically(&link, "{\"a\": 1}\n").unwrap().unwrap();
-        assert!(std::fs::symlink_metadata(&link)
-            .unwrap()
-            .file_type()
-            .is_symlink());
-        assert_eq!(std::fs::read_to_string(&real).unwrap(), "{\"a\": 1}\n");
-        assert_eq!(std::fs::read_to_string(&backup).unwrap(), "{}\n");
-        assert_eq!(
-            std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,
-            0o640
-        );
-
-        let fresh = dir.path().join("new/.codex/hooks.json");
-        assert_eq!(write_atomically(&fresh, "{}\n").unwrap(), None);
-        assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "{}\n");
-        let leftovers = std::fs::read_dir(fresh.parent().unwrap()).unwrap().count();
-        assert_eq!(leftovers, 1, "no temp file left behind");
     }
 }
