@@ -509,5 +509,26 @@ mod tests {
             read(&user(&fifo)),
             Err(FileError::NotAFile { .. })
         ));
+
+        // A link that appears after the check (a race) is still not read or written through.
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        let settings = root.join(".claude/settings.json");
+        let located = locate(&settings, &Scope::Project(root.clone())).unwrap();
+        std::fs::write(dir.path().join("secret"), "{}").unwrap();
+        symlink(dir.path().join("secret"), &settings).unwrap();
+        assert!(matches!(read(&located), Err(FileError::Symlink { .. })));
+        let before = Snapshot {
+            text: String::new(),
+            mode: None,
+        };
+        assert!(matches!(
+            write(&located, "{\"a\": 1}", &before),
+            Err(FileError::Symlink { .. })
+        ));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("secret")).unwrap(),
+            "{}"
+        );
     }
 }
