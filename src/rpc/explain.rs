@@ -9,9 +9,10 @@ use super::{absolute_paths, non_empty, RpcError};
 use crate::engine::Engine;
 pub use crate::explain::{ExplainedFile, ExplainedMatch, Explanation, GuidelineState};
 
-/// The longest one `explain` call may take, whatever its `deadlineMs`: past it the call fails
-/// with -32001. A thousand files of 2 MiB take a few seconds; the bound is what keeps a caller
-/// from making the daemon read for minutes (a batch of calls once did 75 s of work).
+/// The longest one `explain` call may take: past it the call fails with -32001. A thousand
+/// files of 2 MiB take a few seconds; the bound is what keeps a caller from making the daemon
+/// read for minutes (a batch of calls once did 75 s of work). A fixed bound, not a param: the
+/// clients' `Explain` builder sends no deadline, and a person's `guidebook explain` has none.
 pub const MAX_EXPLAIN_TIME: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Deserialize)]
@@ -20,9 +21,6 @@ pub struct Params {
     pub filepaths: Vec<String>,
     #[serde(default)]
     pub session_id: Option<String>,
-    /// The caller's remaining patience; at most [`MAX_EXPLAIN_TIME`] counts.
-    #[serde(default)]
-    pub deadline_ms: Option<u64>,
 }
 
 pub fn handle(engine: &Engine, params: Params, received: Instant) -> Result<Explanation, RpcError> {
@@ -30,14 +28,48 @@ pub fn handle(engine: &Engine, params: Params, received: Instant) -> Result<Expl
         non_empty("sessionId", s)?;
     }
     absolute_paths(&params.filepaths)?;
-    let patience = params
-        .deadline_ms
-        .map_or(MAX_EXPLAIN_TIME, Duration::from_millis)
-        .min(MAX_EXPLAIN_TIME);
     Ok(crate::explain::explain_until(
         engine,
         &params.filepaths,
         params.session_id.as_deref(),
-        Some(received + patience),
+        Some(received + MAX_EXPLAIN_TIME),
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpc::errors::DEADLINE_EXCEEDED;
+
+    /// A call is answered within [`MAX_EXPLAIN_TIME`] of its arrival or not at all: one that
+    /// arrived longer ago than that (time as a parameter) fails with -32001.
+    #[test]
+    fn explain_is_bounded_by_its_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let overrides = crate::config::Overrides {
+            guidebook_root: Some(dir.path().join("guidebook")),
+            db: Some(dir.path().join("t.db")),
+            socket: Some(dir.path().join("t.sock")),
+            ..Default::default()
+        };
+        let settings = crate::config::Settings::resolve_with(&overrides, |k| {
+            (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.path().join("home").into_os_string())
+        })
+        .unwrap();
+        let engine = Engine::open(settings).unwrap();
+        let file = dir.path().join("a.py");
+        std::fs::write(&file, "x = 1\n").unwrap();
+        let params = || Params {
+            filepaths: vec![file.display().to_string()],
+            session_id: None,
+        };
+        let now = Instant::now();
+        let answered = handle(&engine, params(), now).unwrap();
+        assert_eq!(answered.files.len(), 1);
+        let Some(long_ago) = now.checked_sub(MAX_EXPLAIN_TIME + Duration::from_millis(1)) else {
+            return; // A clock that started less than ten seconds ago cannot say "long ago".
+        };
+        let err = handle(&engine, params(), long_ago).unwrap_err();
+        assert_eq!(err.code(), DEADLINE_EXCEEDED, "{err}");
+    }
 }

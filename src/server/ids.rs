@@ -138,6 +138,10 @@ pub struct CheckIds<S> {
     pub inner: S,
     /// Bodies past this are left to jsonrpsee, which refuses them with HTTP 413.
     pub max_body: usize,
+    /// How long the body may take to arrive once the head has. While it is read the request
+    /// counts as in flight, which keeps its connection from being closed as idle: a client
+    /// that sends a head and then trickles its body must not hold the connection forever.
+    pub body_timeout: std::time::Duration,
 }
 
 fn json_response(status: u16, body: String) -> HttpResponse {
@@ -169,6 +173,7 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let mut inner = self.inner.clone();
         let max_body = self.max_body;
+        let body_timeout = self.body_timeout;
         Box::pin(async move {
             let (parts, body) = request.into_parts();
             let declared = parts
@@ -183,9 +188,19 @@ where
                     .call(http::Request::from_parts(parts, HttpBody::new(body)))
                     .await;
             }
-            let bytes = match Limited::new(body, max_body).collect().await {
-                Ok(collected) => collected.to_bytes(),
-                Err(_) => return Ok(json_response(413, String::new())),
+            let collected =
+                tokio::time::timeout(body_timeout, Limited::new(body, max_body).collect()).await;
+            let bytes = match collected {
+                Ok(Ok(collected)) => collected.to_bytes(),
+                Ok(Err(_)) => return Ok(json_response(413, String::new())),
+                Err(_) => {
+                    let mut response = json_response(408, String::new());
+                    response.headers_mut().insert(
+                        http::header::CONNECTION,
+                        http::HeaderValue::from_static("close"),
+                    );
+                    return Ok(response);
+                }
             };
             match check(&bytes) {
                 Ids::Pass => {

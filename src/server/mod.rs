@@ -97,6 +97,7 @@ pub async fn run(
             inner: ids::CheckIds {
                 inner: builder.clone().build(methods.clone(), stop_handle.clone()),
                 max_body: limits.max_request_bytes as usize,
+                body_timeout: limits.idle_timeout,
             },
             slot: slot.clone(),
         };
