@@ -589,5 +589,29 @@ mod tests {
             r"'/x/it'\''s/guidebook-hook'"
         );
         assert!(host::is_our_command(&shell_quote("/a b/guidebook-hook")));
+        assert!(host::is_our_command(&shell_quote(
+            "/x/it's (new)/guidebook-hook"
+        )));
+    }
+
+    /// The trust records are written only when the hooks file reads back as this run left it:
+    /// here something else rewrote it between our read and our check.
+    #[test]
+    fn no_trust_record_when_the_hooks_file_is_not_what_we_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let hooks_json = dir.path().join("hooks.json");
+        let config = dir.path().join("config.toml");
+        std::fs::write(&hooks_json, "{}\n").unwrap();
+        std::fs::write(&config, "model = \"x\"\n").unwrap();
+        let mut plan = Plan::default();
+        let hooks = plan.open(Host::Codex, &hooks_json, &Scope::User).unwrap();
+        let trust = plan.open(Host::Codex, &config, &Scope::User).unwrap();
+        plan.edit(trust, "trust set in", |t| Ok((format!("{t}[hooks]\n"), ())))
+            .unwrap();
+        plan.verify(hooks, Vec::new(), trust);
+        std::fs::write(&hooks_json, "{\"hooks\": {\"Stop\": []}}\n").unwrap();
+        let err = plan.write().unwrap_err().to_string();
+        assert!(err.contains("no Codex trust record was written"), "{err}");
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), "model = \"x\"\n");
     }
 }
