@@ -15,19 +15,32 @@ use std::time::{Duration, SystemTime};
 
 use crate::files::{self, Skip};
 
+/// The log target of "this file cannot be used" lines (guidelines, prompt packs, the root): the
+/// daemon's only report of them, while `check`, `test` and `doctor` turn it off because they
+/// print each error themselves.
+pub const FILE_ERRORS: &str = "file_errors";
+
 /// A watched file that could not be used: where and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadError {
     pub path: PathBuf,
     pub line: Option<usize>,
+    /// 1-based, in characters; known for YAML syntax errors.
+    pub column: Option<usize>,
     pub message: String,
 }
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{}: {}", self.path.display(), line, self.message),
-            None => write!(f, "{}: {}", self.path.display(), self.message),
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => write!(
+                f,
+                "{}:{line}:{column}: {}",
+                self.path.display(),
+                self.message
+            ),
+            (Some(line), None) => write!(f, "{}:{}: {}", self.path.display(), line, self.message),
+            (None, _) => write!(f, "{}: {}", self.path.display(), self.message),
         }
     }
 }
@@ -39,6 +52,7 @@ impl LoadError {
         LoadError {
             path: path.to_path_buf(),
             line,
+            column: None,
             message: message.into(),
         }
     }
@@ -136,15 +150,34 @@ pub fn read_text(path: &Path, cap: u64) -> Result<String, LoadError> {
     String::from_utf8(bytes).map_err(|e| LoadError::new(path, None, format!("not UTF-8: {e}")))
 }
 
-/// A serde_yaml error as a `LoadError` of `path`, its line kept apart from the message.
-pub fn yaml_error(path: &Path, e: &serde_yaml::Error) -> LoadError {
-    let line = e.location().map(|l| l.line());
-    // serde_yaml appends " at line L column C"; the line is reported separately.
+/// A serde_yaml error in `text`, the content of `path`, as a `LoadError` with its line and
+/// column kept apart from the message. A tab in the indentation of the line is named as such:
+/// YAML forbids tabs there, and the parser's own words ("found character that cannot start
+/// any token") do not say which character.
+pub fn yaml_error(path: &Path, text: &str, e: &serde_yaml::Error) -> LoadError {
+    let location = e.location();
+    // serde_yaml appends " at line L column C"; both are reported separately.
     let mut message = e.to_string();
     if let Some(pos) = message.find(" at line ") {
         message.truncate(pos);
     }
-    LoadError::new(path, line, message)
+    let mut error = LoadError::new(path, location.as_ref().map(|l| l.line()), message);
+    error.column = location.as_ref().map(|l| l.column());
+    let line_text = error
+        .line
+        .and_then(|l| text.lines().nth(l.saturating_sub(1)));
+    if let Some(line_text) = line_text {
+        let indent = line_text.len() - line_text.trim_start_matches([' ', '\t']).len();
+        if let Some(tab) = line_text[..indent].find('\t') {
+            // Indentation is ASCII, so the byte offset is the character column.
+            error.column = Some(tab + 1);
+            error.message = format!(
+                "a tab in the indentation: YAML forbids tabs there, indent with spaces ({})",
+                error.message
+            );
+        }
+    }
+    error
 }
 
 /// The 1-based line of a top-level `key:`; used where the error is about a whole section.
@@ -224,7 +257,7 @@ impl<T, E: Clone + PartialEq + fmt::Display> FileState<T, E> {
         let failed = |error: E, hash: Option<u64>, good: Option<Arc<T>>| {
             let changed = first || prev_error.as_ref() != Some(&error);
             if changed {
-                tracing::warn!("{error}");
+                tracing::warn!(target: FILE_ERRORS, "{error}");
             }
             let state = FileState {
                 stamp,

@@ -249,12 +249,15 @@ fn parse_args() -> Option<Option<PathBuf>> {
     let mut args = std::env::args_os().skip(1);
     while let Some(arg) = args.next() {
         match arg.to_str() {
+            // Written without `print!`, which panics when the reader has gone
+            // (`guidebook-hook --help | head -1`): a cut-short help ends quietly.
             Some("-h" | "--help") => {
-                print!("{HELP}");
+                let _ = io::stdout().write_all(HELP.as_bytes());
                 return None;
             }
             Some("-V" | "--version") => {
-                println!("guidebook-hook {}", env!("CARGO_PKG_VERSION"));
+                let version = format!("guidebook-hook {}\n", env!("CARGO_PKG_VERSION"));
+                let _ = io::stdout().write_all(version.as_bytes());
                 return None;
             }
             Some("--socket") => match args.next() {

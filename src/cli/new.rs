@@ -1,7 +1,9 @@
 //! `guidebook new ID [--language L]`: writes a valid guideline skeleton, examples included.
 //!
 //! The file is `<root>/<ID>/guideline.yaml`; an existing file, or an id the guidebook already
-//! uses, is never overwritten. Writes: that one file (and its directory).
+//! uses, is never overwritten. Writes: that one file (and its directory); first the sample
+//! guidebook, when the root is the default one and does not exist yet (as the first `serve`
+//! would).
 
 use std::io::Write;
 use std::path::Path;
@@ -11,6 +13,7 @@ use super::{CliError, UsageError};
 use crate::config::Settings;
 use crate::guidebook::{parse_guideline, Guidebook, GUIDELINE_FILE_NAME};
 use crate::language::LANGUAGES;
+use crate::sample::install_sample;
 
 pub fn run(settings: &Settings, id: &str, language: Option<&str>) -> Result<ExitCode, CliError> {
     let valid_id = !id.is_empty()
@@ -32,13 +35,29 @@ pub fn run(settings: &Settings, id: &str, language: Option<&str>) -> Result<Exit
         }
     }
     let root = &settings.guidebook_root;
-    let snapshot = Guidebook::load(root.clone()).snapshot();
-    if let Some(i) = snapshot.index_of(id) {
-        return Err(UsageError::IdTaken {
-            id: id.to_string(),
-            path: snapshot.guidelines[i].guideline.source.clone(),
+    // The first `serve` installs the sample only into a default root that does not exist yet;
+    // were `new` to create the root first, the user would lose the sample without a word. So
+    // `new` installs it first, as `serve` would have.
+    if settings.root_is_default() && std::fs::symlink_metadata(root).is_err() {
+        let installed = install_sample(root).map_err(|source| CliError::Io {
+            doing: format!("installing the sample guidebook into {}", root.display()),
+            source,
+        })?;
+        if installed {
+            println!("installed the sample guidebook into {}", root.display());
         }
-        .into());
+    }
+    // A root that does not exist holds no id yet (and is no error to warn about): the new
+    // guideline creates it.
+    if root.exists() {
+        let snapshot = Guidebook::load(root.clone()).snapshot();
+        if let Some(i) = snapshot.index_of(id) {
+            return Err(UsageError::IdTaken {
+                id: id.to_string(),
+                path: snapshot.guidelines[i].guideline.source.clone(),
+            }
+            .into());
+        }
     }
     let path = root.join(id).join(GUIDELINE_FILE_NAME);
     let text = skeleton(id, language);

@@ -450,7 +450,7 @@ pub(crate) fn parse_guideline_with(
     };
     let raw = match fast {
         Some(raw) => raw,
-        None => serde_yaml::from_str(text).map_err(|e| yaml_error(path, &e))?,
+        None => serde_yaml::from_str(text).map_err(|e| yaml_error(path, text, &e))?,
     };
     let id_line = find_key_line(text, "id");
     if raw.matcher.any.is_empty() {
@@ -843,6 +843,30 @@ mod tests {
 
         let e = err("id: [unclosed\n");
         assert!(e.line.is_some(), "{e}");
+    }
+
+    /// A tab in the indentation, by either parser: the fast path leaves every file with a tab
+    /// to serde_yaml, whose own words name no tab and whose line alone did not say where.
+    #[test]
+    fn a_tab_in_the_indentation_is_named_with_its_line_and_column() {
+        let text = "id: a\nmatch:\n  any:\n  \t- regex: {pattern: x}\ncontent: c\n";
+        for yaml in [Yaml::FastPathFirst, Yaml::SerdeYaml] {
+            let e = parse_guideline_with(Path::new("/g/a/guideline.yaml"), text, yaml).unwrap_err();
+            assert_eq!((e.line, e.column), (Some(4), Some(3)), "{yaml:?}: {e}");
+            assert!(
+                e.to_string()
+                    .starts_with("/g/a/guideline.yaml:4:3: a tab in the indentation"),
+                "{yaml:?}: {e}"
+            );
+            assert!(e.message.contains("YAML forbids tabs"), "{yaml:?}: {e}");
+        }
+        // The report of the issue: a tab as the whole indentation of line 3.
+        let e = err("id: a\nmatch:\n\tany: []\n");
+        assert_eq!((e.line, e.column), (Some(3), Some(1)), "{e}");
+        assert!(e.message.starts_with("a tab"), "{e}");
+        // A syntax error without a tab keeps serde_yaml's words, with its column.
+        let e = err("id: [unclosed\n");
+        assert!(e.column.is_some() && !e.message.contains("tab"), "{e}");
     }
 
     #[test]

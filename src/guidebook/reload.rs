@@ -216,7 +216,7 @@ impl Guidebook {
                 );
                 let changed = state.root_error.as_ref() != Some(&err);
                 if changed {
-                    tracing::warn!("{err}");
+                    tracing::warn!(target: crate::watched::FILE_ERRORS, "{err}");
                 }
                 state.root_error = Some(err);
                 // Keep serving what was loaded: a root that vanishes for a moment (a checkout

@@ -72,7 +72,7 @@ pub fn parse_pack(path: &Path, role: &str, text: &str) -> Result<PromptPack, Loa
     if text.trim().is_empty() {
         return Err(LoadError::new(path, None, "the file is empty"));
     }
-    let raw: RawPack = serde_yaml::from_str(text).map_err(|e| yaml_error(path, &e))?;
+    let raw: RawPack = serde_yaml::from_str(text).map_err(|e| yaml_error(path, text, &e))?;
     let at = |key: &str| find_key_line(text, key);
     if raw.core_constraints.len() != 3 {
         return Err(LoadError::new(
@@ -229,7 +229,13 @@ examples:
 
         let e = parse("roleDefinition: [unclosed\n").unwrap_err();
         assert!(e.line.is_some(), "{e}");
-        assert!(e.to_string().starts_with("/g/prompts/x.yaml:1: "), "{e}");
+        // A syntax error names its column too: `path:line:column: message`.
+        let column = e.column.expect("a syntax error has a column");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("/g/prompts/x.yaml:1:{column}: ")),
+            "{e}"
+        );
 
         assert!(parse("  \n").unwrap_err().message.contains("empty"));
     }

@@ -133,7 +133,7 @@ impl PromptPacks {
         }
         if other_errors != state.other_errors {
             for e in &other_errors {
-                tracing::warn!("{e}");
+                tracing::warn!(target: crate::watched::FILE_ERRORS, "{e}");
             }
             changed = true;
             state.other_errors = other_errors;

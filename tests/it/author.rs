@@ -263,3 +263,112 @@ fn scan_walks_a_real_repository_as_git_sees_it_and_records_nothing() {
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("files scanned"));
 }
+
+/// `new` before the first `serve` (issue 37): the default root does not exist yet, so `new`
+/// installs the sample guidebook first, as `serve` would have, and says where it wrote; the
+/// sample is there beside the new guideline. A root the user chose is never filled with the
+/// sample, and a root that does not exist yet is no warning.
+#[test]
+fn new_before_the_first_serve_keeps_the_sample_guidebook() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let run = |args: &[&str], root: Option<&Path>| {
+        let mut cmd = isolated_guidebook();
+        cmd.env("ADAPTIVE_GUIDEBOOK_HOME", &home)
+            .env("HOME", dir.path())
+            .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+            .env_remove("RUST_LOG")
+            .args(args);
+        if let Some(root) = root {
+            cmd.env("ADAPTIVE_GUIDEBOOK_ROOT", root);
+        }
+        run_bounded(cmd, b"", "guidebook")
+    };
+    let out = run(&["new", "my-rule", "--language", "kotlin"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "no warning");
+    let root = home.join("guidebook");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stdout.starts_with(&format!(
+            "installed the sample guidebook into {}\nwrote {}\n",
+            root.display(),
+            root.join("my-rule/guideline.yaml").display()
+        )),
+        "{stdout}"
+    );
+    let out = run(&["check"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let check = String::from_utf8_lossy(&out.stdout).into_owned();
+    let samples = std::fs::read_dir(manifest_dir().join("guidebook/guidelines"))
+        .unwrap()
+        .count();
+    assert!(samples >= 12, "{samples}");
+    assert!(
+        check.starts_with(&format!("ok: {} guidelines", samples + 1)),
+        "{check}"
+    );
+    // A second `new` finds the root there and installs nothing.
+    let out = run(&["new", "other-rule"], None);
+    assert!(!text(&out).contains("installed"), "{}", text(&out));
+
+    let mine = dir.path().join("team-guidebook");
+    let out = run(&["new", "first-rule"], Some(&mine));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "no warning");
+    assert_eq!(
+        std::fs::read_dir(&mine).unwrap().count(),
+        1,
+        "only the new guideline"
+    );
+}
+
+/// `check`, `test` and `doctor` print each file error once (issue 37: a WARN log line came
+/// first), even with `RUST_LOG=warn`; and a tab in the indentation is named with its line,
+/// its column and the word tab.
+#[test]
+fn each_error_is_one_line_and_a_tab_is_named() {
+    let (_dir, root) = test_guidebook_dir();
+    let tabbed = write_guideline(&root, "tabbed", "id: tabbed\nmatch:\n\tany: []\n");
+    let pack = write_file(&root, "prompts/broken.yaml", "bogus: 1\n");
+    let expected = format!(
+        "{}:3:1: a tab in the indentation: YAML forbids tabs there, indent with spaces",
+        tabbed.display()
+    );
+    for (args, rust_log) in [
+        (&["check"][..], None),
+        (&["check"], Some("warn")),
+        (&["test"], None),
+        (&["doctor"], Some("warn")),
+    ] {
+        let mut cmd = isolated_guidebook();
+        cmd.env(
+            "ADAPTIVE_GUIDEBOOK_HOME",
+            root.parent().unwrap().join("home"),
+        )
+        .env("ADAPTIVE_GUIDEBOOK_ROOT", &root)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+        .env_remove("RUST_LOG")
+        .args(args);
+        if let Some(level) = rust_log {
+            cmd.env("RUST_LOG", level);
+        }
+        let out = run_bounded(cmd, b"", "guidebook");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        let all = text(&out);
+        assert_eq!(
+            all.matches(&expected).count(),
+            1,
+            "{args:?} {rust_log:?}:\n{all}"
+        );
+        assert_eq!(
+            all.matches("cannot start any token").count(),
+            1,
+            "{args:?}:\n{all}"
+        );
+        if args != ["test"] && args != ["doctor"] {
+            let pack = format!("{}:1:1: unknown field `bogus`", pack.display());
+            assert_eq!(all.matches(&pack).count(), 1, "{args:?}:\n{all}");
+        }
+    }
+}
