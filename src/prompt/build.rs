@@ -1,5 +1,6 @@
 //! Assembles a prompt for one phase from a pack, a task and a context, and fits it to the phase's
-//! token budget by cutting from the end (never into the CRITICAL block). Pure: reads only its
+//! token budget by cutting from the end (never into the CRITICAL block, the pack's own or the
+//! seed's). Pure: reads only its
 //! arguments; logs a `PromptTruncationWarning` when it cuts.
 
 use std::fmt::Write as _;
@@ -96,7 +97,7 @@ pub fn build(
         Phase::Full
     };
     let mut out = Assembler::default();
-    out.section("critical", CRITICAL_BLOCK);
+    out.section("critical", critical_block(pack));
     let numbered = |items: &[String]| -> String {
         let mut s = String::new();
         for (i, item) in items.iter().enumerate() {
@@ -205,7 +206,8 @@ fn fit(
     tokenizer: Tokenizer,
     limit: usize,
 ) -> Option<usize> {
-    let critical_end = CRITICAL_BLOCK.len();
+    // The block leads the text, trimmed as `Assembler::section` wrote it.
+    let critical_end = critical_block(pack).trim_end().len();
     let cut = tokenizer.fit(text, limit).max(critical_end);
     if cut >= text.len() {
         return None;
@@ -231,6 +233,11 @@ fn fit(
         pack.role,
     );
     Some(tokens)
+}
+
+/// The block that leads every phase: the pack's own, else the seed's.
+fn critical_block(pack: &PromptPack) -> &str {
+    pack.critical.as_deref().unwrap_or(CRITICAL_BLOCK)
 }
 
 #[derive(Default)]
@@ -339,6 +346,7 @@ mod tests {
         PromptPack {
             role: "t".into(),
             description: None,
+            critical: None,
             role_definition: "You are a test agent.".into(),
             core_constraints: vec![
                 "c1".into(),
@@ -509,6 +517,28 @@ mod tests {
         assert!(b.text.starts_with(CRITICAL_BLOCK));
         for label in CRITICAL_LABELS {
             assert!(b.text.contains(label));
+        }
+    }
+
+    /// A pack's own CRITICAL text leads every phase instead of the seed's, and stays whole when
+    /// the phase is cut.
+    #[test]
+    fn a_packs_own_critical_block_leads_every_phase_and_is_never_cut() {
+        let mut p = pack();
+        let own = "[CRITICAL]\n- Forbidden: unauthorised external API calls.\n- QC: pyright and ruff pass first.\n- Report: a `.done` JSON file.";
+        p.critical = Some(own.into());
+        p.core_constraints = vec!["word ".repeat(1000), "x".into(), "y".into()];
+        for phase in [Phase::Summary, Phase::Standard, Phase::Full] {
+            for t in [Tokenizer::Cl100k, Tokenizer::Estimate] {
+                let b = build(&p, req("task", phase), t, true);
+                assert!(b.text.starts_with(&format!("{own}\n\n")), "{phase:?} {t}");
+                assert!(!b.text.contains(CRITICAL_LABELS[0]), "{phase:?} {t}");
+                assert_eq!(b.sections[0].name, "critical");
+                assert_eq!(b.sections[0].range, 0..own.len());
+                if phase == Phase::Summary {
+                    assert!(b.truncated && b.tokens <= 600, "{t}: {}", b.tokens);
+                }
+            }
         }
     }
 

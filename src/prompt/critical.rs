@@ -1,8 +1,21 @@
 //! The CRITICAL block: the three non-negotiable rules that lead every prompt phase and that no
-//! budget ever cuts. A constant, not pack content, so that no prompt pack can drop or weaken it.
+//! budget ever cuts. The seed's block is a constant, the default of every pack; a pack may give
+//! the block's text in its own words (`critical:`, say in another language) but never drop it:
+//! an empty one is an error, and the block always opens with [`CRITICAL_HEADER`].
 
-/// Leads every `buildPrompt` phase, byte for byte. At most 80 tokens with every tokenizer
-/// (a unit test holds it to that), so it never crowds out the phase it leads.
+/// The first line of every CRITICAL block, the seed's or a pack's: how a reader (or a test)
+/// finds the block whatever language it is written in.
+pub const CRITICAL_HEADER: &str = "[CRITICAL]";
+
+/// The most bytes a pack's CRITICAL block may take, header included. A token is at least one
+/// byte under every tokenizer (BPE tokens are byte sequences; `estimate` counts 1.3 per word of
+/// at least one byte and a space), so the block, never cut, can take at most this many of the
+/// `summary` phase's 600 tokens and never crowds it out.
+pub const CRITICAL_MAX_BYTES: usize = 480;
+
+/// The seed's block: leads every `buildPrompt` phase, byte for byte, unless the pack gives its
+/// own. At most 80 tokens with every tokenizer (a unit test holds it to that), so it never
+/// crowds out the phase it leads.
 pub const CRITICAL_BLOCK: &str = "\
 [CRITICAL]
 - 금지행위: no unauthorised external API calls, no arbitrary file-system deletion, no logging of personal data.
@@ -22,6 +35,8 @@ mod tests {
 
     #[test]
     fn carries_its_labels_within_80_tokens() {
+        assert!(CRITICAL_BLOCK.starts_with(&format!("{CRITICAL_HEADER}\n")));
+        assert!(CRITICAL_BLOCK.len() <= CRITICAL_MAX_BYTES);
         for label in CRITICAL_LABELS {
             assert!(CRITICAL_BLOCK.contains(label), "{label}");
         }

@@ -8,7 +8,9 @@ mod pack;
 mod store;
 
 pub use build::{build, summarize_task, BuiltPrompt, Phase, PromptRequest, Section};
-pub use critical::{CRITICAL_BLOCK, CRITICAL_LABELS, CRITICAL_MAX_TOKENS};
+pub use critical::{
+    CRITICAL_BLOCK, CRITICAL_HEADER, CRITICAL_LABELS, CRITICAL_MAX_BYTES, CRITICAL_MAX_TOKENS,
+};
 pub use pack::{find_pack_files, parse_pack, valid_role, PROMPTS_DIR};
 pub use store::{embedded_default, PackSet, PromptPacks, DEFAULT_ROLE};
 
@@ -20,6 +22,9 @@ pub struct PromptPack {
     /// The role, from the file name (`prompts/<role>.yaml`).
     pub role: String,
     pub description: Option<String>,
+    /// The pack's own CRITICAL block (`critical:`), header included; `None`: the seed's
+    /// [`CRITICAL_BLOCK`]. Either way every phase opens with it and no budget cuts it.
+    pub critical: Option<String>,
     pub role_definition: String,
     /// Exactly three: the `summary` phase shows these and nothing else of the pack.
     pub core_constraints: Vec<String>,

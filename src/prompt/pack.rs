@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
+use super::critical::{CRITICAL_HEADER, CRITICAL_MAX_BYTES};
 use super::{Example, PromptPack};
 use crate::watched::{find_key_line, yaml_error, LoadError};
 
@@ -35,6 +36,10 @@ pub fn valid_role(role: &str) -> bool {
 struct RawPack {
     #[serde(default)]
     description: Option<String>,
+    /// Checked after deserialising (not as a `Text`): serde_yaml places a top-level value's
+    /// error on line 1, and an empty block must be named on its own line.
+    #[serde(default)]
+    critical: Option<String>,
     role_definition: Text,
     core_constraints: Vec<Text>,
     rules: Vec<Text>,
@@ -98,10 +103,43 @@ pub fn parse_pack(path: &Path, role: &str, text: &str) -> Result<PromptPack, Loa
             "`examples` must list at least one example (the standard phase shows the first)",
         ));
     }
+    let critical = match raw.critical {
+        None => None,
+        Some(body) => {
+            let body = body.trim();
+            if body.is_empty() {
+                return Err(LoadError::new(
+                    path,
+                    at("critical"),
+                    "`critical` is empty: the CRITICAL block is never dropped (leave the key out \
+                     for the built-in one)",
+                ));
+            }
+            // The header is the block's mark; a pack may write it or leave it to us.
+            let block = if body.lines().next().map(str::trim) == Some(CRITICAL_HEADER) {
+                body.to_string()
+            } else {
+                format!("{CRITICAL_HEADER}\n{body}")
+            };
+            if block.len() > CRITICAL_MAX_BYTES {
+                return Err(LoadError::new(
+                    path,
+                    at("critical"),
+                    format!(
+                        "`critical` takes {} bytes with its `{CRITICAL_HEADER}` line; at most \
+                         {CRITICAL_MAX_BYTES} (it leads every phase and is never cut)",
+                        block.len()
+                    ),
+                ));
+            }
+            Some(block)
+        }
+    };
     let texts = |v: Vec<Text>| v.into_iter().map(|t| t.0.trim().to_string()).collect();
     Ok(PromptPack {
         role: role.to_string(),
         description: raw.description.map(|d| d.trim().to_string()),
+        critical,
         role_definition: raw.role_definition.0.trim().to_string(),
         core_constraints: texts(raw.core_constraints),
         rules: texts(raw.rules),
@@ -210,6 +248,36 @@ examples:
         assert!(parse(&minimal).unwrap().workflow.is_empty());
     }
 
+    /// `critical:` gives the block's text (say in another language), under the same
+    /// `[CRITICAL]` line; absent, the seed's block; empty or too long, an error with its line.
+    #[test]
+    fn a_pack_may_word_the_critical_block_but_never_drop_it() {
+        assert_eq!(parse(GOOD).unwrap().critical, None);
+        let own = "- Verboten: externe APIs ohne Freigabe.\n- QC: erst pyright und ruff.";
+        let p = parse(&format!(
+            "{GOOD}critical: |\n  {}\n",
+            own.replace('\n', "\n  ")
+        ))
+        .unwrap();
+        assert_eq!(p.critical.as_deref(), Some(&*format!("[CRITICAL]\n{own}")));
+        // Written with its header, the header is not doubled.
+        let p = parse(&format!("{GOOD}critical: |\n  [CRITICAL]\n  - x\n")).unwrap();
+        assert_eq!(p.critical.as_deref(), Some("[CRITICAL]\n- x"));
+
+        for empty in ["''", "'  '", "|\n  \n"] {
+            let e = parse(&format!("{GOOD}critical: {empty}\n")).unwrap_err();
+            assert!(e.message.contains("`critical` is empty"), "{empty}: {e}");
+            assert_eq!(e.line, Some(18), "{empty}: {e}");
+        }
+        let e = parse(&format!(
+            "{GOOD}critical: {}\n",
+            "x".repeat(CRITICAL_MAX_BYTES)
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("at most 480"), "{e}");
+        assert_eq!(e.line, Some(18), "{e}");
+    }
+
     #[test]
     fn rejects_with_line_numbers() {
         let e = parse(&format!("{GOOD}colour: red\n")).unwrap_err();
@@ -311,6 +379,9 @@ examples:
                 GOOD.replace("roleDefinition: |\n  You are a careful engineer.\n", ""),
                 false,
             ),
+            (format!("{GOOD}critical: |\n  - Forbidden: x.\n"), true),
+            (format!("{GOOD}critical: '  '\n"), false),
+            (format!("{GOOD}critical: [x]\n"), false),
         ];
         for (text, valid) in cases {
             let value: serde_json::Value = serde_yaml::from_str(&text).unwrap();

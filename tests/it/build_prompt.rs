@@ -333,3 +333,74 @@ fn build_prompt_cuts_an_oversized_task_to_the_limit_with_the_flag_on() {
         sidecar.stderr()
     );
 }
+
+/// A pack may give the CRITICAL block in its own words (here German): it leads every phase of
+/// that role, through the sidecar and `guidebook prompt`, while every other role keeps the
+/// seed's block; an empty `critical:` is an error naming file and line, and the role keeps its
+/// last good version (never a prompt without the block).
+#[test]
+fn a_prompt_pack_gives_the_critical_block_in_its_own_words() {
+    let (_dir, root) = test_guidebook_dir();
+    let own = "- Verboten: externe APIs ohne Freigabe, Löschen außerhalb des Baums.\n- QC-Pflicht: erst pyright und ruff.\n- Bericht: eine `.done`-Datei, JSON, mit Zeitstempel.";
+    let german = format!(
+        "critical: |\n  {}\n{}",
+        own.replace('\n', "\n  "),
+        REVIEWER.replace("{v}", "1")
+    );
+    let pack = write_pack(&root, "reviewer-de", &german);
+    let sidecar = Sidecar::start(&root);
+    let block = format!("[CRITICAL]\n{own}\n\n");
+    for phase in ["summary", "standard", "full"] {
+        let r = sidecar.result(
+            "buildPrompt",
+            json!({"task": "Prüfe den Diff.", "role": "reviewer-de", "disclosurePhase": phase}),
+        );
+        assert!(prompt_of(&r).starts_with(&block), "{phase}: {r}");
+        for label in CRITICAL_LABELS {
+            assert!(!prompt_of(&r).contains(label), "{phase}: {r}");
+        }
+        let default = sidecar.result(
+            "buildPrompt",
+            json!({"task": "t", "disclosurePhase": phase}),
+        );
+        assert!(prompt_of(&default).starts_with("[CRITICAL]\n"), "{phase}");
+        for label in CRITICAL_LABELS {
+            assert!(prompt_of(&default).contains(label), "{phase}: {default}");
+        }
+    }
+    let out = sidecar.cli(&[
+        "prompt",
+        "--role",
+        "reviewer-de",
+        "--phase",
+        "summary",
+        "--task",
+        "Prüfe den Diff.",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&block));
+
+    std::fs::write(
+        &pack,
+        format!("{}critical: ''\n", REVIEWER.replace("{v}", "2")),
+    )
+    .unwrap();
+    let status = sidecar.wait_for_status("the empty block is reported", |s| {
+        !s["guidebook"]["errors"].as_array().unwrap().is_empty()
+    });
+    let reported = &status["guidebook"]["errors"][0];
+    assert_eq!(reported["path"], pack.display().to_string(), "{status}");
+    assert_eq!(reported["line"], 12, "{status}");
+    assert!(
+        reported["message"]
+            .as_str()
+            .unwrap()
+            .contains("`critical` is empty"),
+        "{reported}"
+    );
+    let r = sidecar.result(
+        "buildPrompt",
+        json!({"task": "t", "role": "reviewer-de", "disclosurePhase": "summary"}),
+    );
+    assert!(prompt_of(&r).starts_with(&block), "the last good pack: {r}");
+}
