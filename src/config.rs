@@ -212,14 +212,29 @@ impl Settings {
         // Relative paths inside config.yaml are relative to the file, not to wherever the
         // daemon happened to be started.
         let config_dir = config_path.parent().unwrap_or(Path::new("/")).to_path_buf();
-        let from_file = |p: &Option<PathBuf>| {
-            p.as_ref().map(|p| {
-                if p.is_absolute() {
-                    p.clone()
-                } else {
-                    config_dir.join(p)
-                }
-            })
+        // `~/x` is the user's home, as a shell reads it: the sample writes paths that way, and
+        // `<config dir>/~/x` is never what was meant.
+        let user_home = env("HOME");
+        let from_file = |p: &Option<PathBuf>| -> Result<Option<PathBuf>, ConfigError> {
+            let Some(p) = p else { return Ok(None) };
+            let p = match p.strip_prefix("~") {
+                Ok(rest) => match &user_home {
+                    Some(home) if rest.as_os_str().is_empty() => PathBuf::from(home),
+                    Some(home) => Path::new(home).join(rest),
+                    None => {
+                        return Err(ConfigError::Invalid {
+                            path: config_path.clone(),
+                            message: format!("{} starts with `~` but HOME is not set", p.display()),
+                        })
+                    }
+                },
+                Err(_) => p.clone(),
+            };
+            Ok(Some(if p.is_absolute() {
+                p
+            } else {
+                config_dir.join(p)
+            }))
         };
         let pick = |flag: &Option<PathBuf>, var: &str, file: Option<PathBuf>, default: PathBuf| {
             flag.clone()
@@ -298,7 +313,7 @@ impl Settings {
             metrics_dir: pick(
                 &overrides.metrics_dir,
                 "ADAPTIVE_GUIDEBOOK_METRICS_DIR",
-                from_file(&file.metrics_dir),
+                from_file(&file.metrics_dir)?,
                 home.join("metrics"),
             ),
             metrics_listen,
@@ -308,25 +323,25 @@ impl Settings {
             socket: pick(
                 &overrides.socket,
                 "ADAPTIVE_GUIDEBOOK_SOCKET",
-                from_file(&file.socket),
+                from_file(&file.socket)?,
                 home.join("sidecar.sock"),
             ),
             db: pick(
                 &overrides.db,
                 "ADAPTIVE_GUIDEBOOK_DB",
-                from_file(&file.db),
+                from_file(&file.db)?,
                 home.join("adaptive-guidebook.db"),
             ),
             guidebook_root: pick(
                 &overrides.guidebook_root,
                 "ADAPTIVE_GUIDEBOOK_ROOT",
-                from_file(&file.guidebook_root),
+                from_file(&file.guidebook_root)?,
                 home.join("guidebook"),
             ),
             flags: pick(
                 &overrides.flags,
                 "ADAPTIVE_GUIDEBOOK_FLAGS",
-                from_file(&file.flags),
+                from_file(&file.flags)?,
                 home.join("feature_flags.json"),
             ),
             config,
@@ -643,5 +658,40 @@ mod tests {
         };
         let err = Settings::resolve_with(&flags, env(&[("HOME", "/h")])).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/config.yaml"));
+    }
+
+    #[test]
+    fn a_tilde_in_a_config_path_is_the_users_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        std::fs::write(
+            dir.path().join("config.yaml"),
+            "guidebookRoot: ~/team-guidebook\ndb: ~/x/a.db\nflags: ~/f.json\nmetricsDir: ~/m\n\
+             socket: ~user/s.sock\n",
+        )
+        .unwrap();
+        let s = Settings::resolve_with(
+            &Overrides::default(),
+            env(&[("ADAPTIVE_GUIDEBOOK_HOME", home), ("HOME", "/users/me")]),
+        )
+        .unwrap();
+        assert_eq!(s.guidebook_root, PathBuf::from("/users/me/team-guidebook"));
+        assert_eq!(s.db, PathBuf::from("/users/me/x/a.db"));
+        assert_eq!(s.flags, PathBuf::from("/users/me/f.json"));
+        assert_eq!(s.metrics_dir, PathBuf::from("/users/me/m"));
+        // Only `~/` starts the home (a bare `~` is YAML's null); `~user` is a name like any
+        // other.
+        assert_eq!(s.socket, dir.path().join("~user/s.sock"));
+        // Without HOME there is no home to put there: an error naming the file, never `<dir>/~`.
+        let err = Settings::resolve_with(
+            &Overrides::default(),
+            env(&[("ADAPTIVE_GUIDEBOOK_HOME", home)]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("config.yaml") && err.contains("HOME is not set"),
+            "{err}"
+        );
     }
 }

@@ -239,14 +239,17 @@ fn codex_trust_check(name: &'static str, hooks_json: &Path, text: &str) -> Optio
         Check::fail(
             name,
             format!(
-                "{} of our {} hooks in {} await review: Codex skips them (no trust record in {}, \
-                 or one for another definition)",
+                "{} of our {} hooks in {} await review: Codex runs none of them until they are \
+                 trusted (no trust record in {}, or one for another definition)",
                 waiting.len(),
                 ours.len(),
                 hooks_json.display(),
                 config.display()
             ),
-            "review them in codex's /hooks, or guidebook hooks install --codex --trust",
+            // Right after `hooks install --codex` this is the one FAIL a new user meets: the
+            // line leads with the command that clears it.
+            "run `guidebook hooks install --codex --trust` (trusts exactly our hooks), or \
+             review them in Codex's /hooks",
         )
     })
 }

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use super::client::{self, Reply};
 use super::{CliError, UsageError};
 use crate::config::Settings;
-use crate::flags::Flags;
+use crate::flags::{Flags, HOOKS_ENABLED, PROGRESSIVE_DISCLOSURE};
 use crate::rpc::get_flags::{self, FlagState, FlagsAnswer};
 
 #[derive(Debug, Subcommand)]
@@ -24,14 +24,16 @@ pub enum FlagsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Whether FLAG is on (for KEY, when its rollout is below 100 %): prints true or false.
+    /// Whether FLAG is on (for KEY, when its rollout is below 100 %): prints true or false. A
+    /// name neither the flags file nor the product knows is an error naming the known ones.
     Get {
         flag: String,
         /// The rollout key, usually a session id.
         #[arg(long)]
         key: Option<String>,
     },
-    /// Change FLAG (created, off, if the file lacks it) and rewrite the file atomically.
+    /// Change FLAG (created, off, if the file lacks it: the output then says it is new) and
+    /// rewrite the file atomically.
     Set {
         flag: String,
         #[arg(long, value_name = "true|false")]
@@ -68,14 +70,29 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
             })
         }
         FlagsCommand::Get { flag, key } => {
+            // A misspelt name would read as off, exit 0, and a script would never notice.
+            let local = match ask::<FlagsAnswer>(settings, &no_params(method::GET_FLAGS))? {
+                Some(answer) => {
+                    known(&flag, &answer)?;
+                    None
+                }
+                None => {
+                    let flags = Flags::open(settings.flags.clone());
+                    known(&flag, &get_flags::answer(&flags))?;
+                    Some(flags)
+                }
+            };
             let call = IsEnabled {
                 flag: flag.clone(),
                 key: key.clone(),
             }
             .call();
-            let on = match ask(settings, &call)? {
-                Some(on) => on,
-                None => Flags::open(settings.flags.clone()).is_enabled(&flag, key.as_deref()),
+            let on = match local {
+                Some(flags) => flags.is_enabled(&flag, key.as_deref()),
+                None => match ask(settings, &call)? {
+                    Some(on) => on,
+                    None => Flags::open(settings.flags.clone()).is_enabled(&flag, key.as_deref()),
+                },
             };
             println!("{on}");
             Ok(ExitCode::SUCCESS)
@@ -88,13 +105,27 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
             if enabled.is_none() && rollout.is_none() {
                 return Err(UsageError::NothingToSet.into());
             }
+            // Setting a name the file lacks is how a team adds a flag, so it is not refused;
+            // but it is said, so that a misspelt name is noticed (and can be removed again).
+            let running = ask::<FlagsAnswer>(settings, &no_params(method::GET_FLAGS))?;
+            let before = match &running {
+                Some(answer) => known(&flag, answer),
+                None => known(
+                    &flag,
+                    &get_flags::answer(&Flags::open(settings.flags.clone())),
+                ),
+            };
             let call = SetFlag {
                 flag: flag.clone(),
                 enabled,
                 rollout_percent: rollout,
             }
             .call();
-            let state: FlagState = match ask(settings, &call)? {
+            let answer = match running {
+                Some(_) => ask(settings, &call)?,
+                None => None,
+            };
+            let state: FlagState = match answer {
                 Some(state) => state,
                 None => {
                     // clap keeps --rollout within 0..=100.
@@ -116,6 +147,9 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
                 },
                 settings.flags.display()
             );
+            if let Err(UsageError::UnknownFlag { known, .. }) = before {
+                println!("{flag} is a new flag (the flags known before: {known})");
+            }
             Ok(ExitCode::SUCCESS)
         }
         FlagsCommand::Init => {
@@ -153,6 +187,22 @@ fn ask<T: DeserializeOwned>(settings: &Settings, call: &Call) -> Result<Option<T
             Ok(None)
         }
     }
+}
+
+/// Whether `flag` is one `flags get` can answer for: a flag served (the file's, or one the
+/// environment overrides) or one the product itself reads (off until the file names it).
+fn known(flag: &str, served: &FlagsAnswer) -> Result<(), UsageError> {
+    let mut names: Vec<&str> = served.flags.keys().map(String::as_str).collect();
+    names.extend([HOOKS_ENABLED, PROGRESSIVE_DISCLOSURE]);
+    names.sort_unstable();
+    names.dedup();
+    if names.contains(&flag) {
+        return Ok(());
+    }
+    Err(UsageError::UnknownFlag {
+        given: flag.to_string(),
+        known: names.join(", "),
+    })
 }
 
 fn table(a: &FlagsAnswer) -> String {

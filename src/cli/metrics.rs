@@ -57,7 +57,8 @@ pub enum AbCommand {
     /// verdict; writes ab_test/ab_results_weekN.json.
     Report {
         /// The test week (default: the current one); week 1 begins with the first assignment.
-        #[arg(long, value_name = "N")]
+        // Week 0 does not exist: it used to be read as week 1 without a word.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         week: Option<u32>,
         #[arg(long)]
         json: bool,

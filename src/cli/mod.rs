@@ -117,7 +117,7 @@ pub enum Command {
     /// Install, remove or inspect the systemd user units / launchd agent that run the sidecar.
     #[command(subcommand)]
     Service(service::ServiceCommand),
-    /// Configure the hooks of Codex and Claude Code to run guidebook-hook.
+    /// Configure the hooks of Codex, Claude Code and Gemini CLI to run guidebook-hook.
     Hooks {
         #[command(subcommand)]
         command: hooks::HooksCommand,
@@ -262,6 +262,11 @@ pub enum UsageError {
     IdTaken { id: String, path: PathBuf },
     #[error("{0} runs command hooks only: install without --mcp")]
     NoMcpHooks(&'static str),
+    #[error(
+        "unknown flag `{given}`; known flags: {known} (`guidebook flags set {given} --enabled \
+         false` adds it)"
+    )]
+    UnknownFlag { given: String, known: String },
 }
 
 /// FILE arguments as the absolute paths the sidecar requires, resolved against the current

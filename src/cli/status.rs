@@ -63,18 +63,26 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
         };
         println!("tokenizer   {} ({loaded})", t.name);
     }
-    if let Some(e) = &s.flags.error {
-        println!("  flags error: {e} (the last good flags are served)");
-    }
-    if s.guidebook.errors.is_empty() {
+    // One list of every file the sidecar serves from that it cannot use: the flags file's error
+    // (which starts with its path) counts like a guideline's, or `errors none` would follow it.
+    let flags_error = s
+        .flags
+        .error
+        .as_ref()
+        .map(|e| format!("  {e} (the last good flags are served)"));
+    let count = s.guidebook.errors.len() + usize::from(flags_error.is_some());
+    if count == 0 {
         println!("errors      none");
     } else {
-        println!("errors      {}", s.guidebook.errors.len());
+        println!("errors      {count}");
         for e in &s.guidebook.errors {
             match e.line {
                 Some(l) => println!("  {}:{}: {}", e.path, l, e.message),
                 None => println!("  {}: {}", e.path, e.message),
             }
+        }
+        if let Some(line) = flags_error {
+            println!("{line}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,5 +1,6 @@
 //! The `guidebook` command line against a real sidecar: `explain` (table and `--json`),
-//! `status` (running and not), and `check` on the sample guidebook.
+//! `status` (running and not), and `check` on the sample guidebook; and the frictions of a new
+//! user's first hour: help texts, closed pipes, unknown flags, `--week 0`, the flags error.
 
 use std::process::Output;
 
@@ -130,4 +131,173 @@ fn check_accepts_the_sample_guidebook_and_names_file_and_line_of_errors() {
         "{}",
         stdout(&out)
     );
+}
+
+// --- The first hour of a new user (issue 37) ------------------------------------------------
+
+/// `guidebook` without a sidecar, in a temp home of its own (no autostart).
+fn offline(home: &std::path::Path, args: &[&str]) -> Output {
+    let mut cmd = isolated_guidebook();
+    cmd.env("ADAPTIVE_GUIDEBOOK_HOME", home)
+        .env("HOME", home)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+        .env_remove("RUST_LOG")
+        .args(args);
+    run_bounded(cmd, b"", "guidebook")
+}
+
+/// Every help text that names the agents names all three: Gemini CLI was missing.
+#[test]
+fn help_texts_name_every_agent() {
+    let runs: [(std::path::PathBuf, &[&str]); 3] = [
+        (guidebook_exe().to_path_buf(), &["--help"]),
+        (guidebook_exe().to_path_buf(), &["hooks", "--help"]),
+        (shim_exe(), &["--help"]),
+    ];
+    for (exe, args) in runs {
+        let out = std::process::Command::new(&exe)
+            .args(args)
+            .output()
+            .unwrap();
+        let text = stdout(&out);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        for agent in ["Codex", "Claude Code", "Gemini CLI"] {
+            assert!(
+                text.contains(agent),
+                "{exe:?} {args:?} lacks {agent}:\n{text}"
+            );
+        }
+    }
+}
+
+/// Output cut short by its reader (`guidebook prompt … | head`) ends quietly with status 0,
+/// for the CLI and the shim alike: the reading end of the pipe is closed before they write.
+#[test]
+fn a_closed_stdout_ends_quietly_with_status_0() {
+    let home = tempfile::tempdir().unwrap();
+    let sample = manifest_dir().join("guidebook");
+    let runs: [(std::path::PathBuf, Vec<&str>); 5] = [
+        (
+            guidebook_exe().to_path_buf(),
+            vec!["prompt", "--task", "Fix the query."],
+        ),
+        (
+            guidebook_exe().to_path_buf(),
+            vec!["check", sample.to_str().unwrap()],
+        ),
+        (
+            guidebook_exe().to_path_buf(),
+            vec!["test", "--json", sample.to_str().unwrap()],
+        ),
+        (guidebook_exe().to_path_buf(), vec!["--help"]),
+        (shim_exe(), vec!["--help"]),
+    ];
+    for (exe, args) in runs {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = if exe == guidebook_exe() {
+            isolated_guidebook()
+        } else {
+            std::process::Command::new(&exe)
+        };
+        let out = cmd
+            .args(&args)
+            .env("ADAPTIVE_GUIDEBOOK_HOME", home.path())
+            .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}
+
+/// A misspelt flag is an error naming the known ones, with or without a sidecar; a flag the
+/// product reads is known even before the file names it; `set` of a new name creates it and
+/// says it is new.
+#[test]
+fn an_unknown_flag_name_is_an_error_naming_the_known_ones() {
+    let home = tempfile::tempdir().unwrap();
+    let out = offline(home.path(), &["flags", "get", "hooks_enabled"]);
+    assert_eq!(
+        (out.status.code(), stdout(&out)),
+        (Some(0), "false\n".into()),
+        "{}",
+        stderr(&out)
+    );
+    assert!(offline(home.path(), &["flags", "init"]).status.success());
+    let out = offline(home.path(), &["flags", "get", "hooks_enabeld"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
+    assert!(err.contains("unknown flag `hooks_enabeld`"), "{err}");
+    assert!(
+        err.contains("hooks_enabled") && err.contains("worktree_readonly"),
+        "{err}"
+    );
+    let out = offline(
+        home.path(),
+        &["flags", "get", "ab_test_haiku", "--key", "s1"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let sidecar = Sidecar::start_default();
+    assert!(sidecar.cli(&["flags", "init"]).status.success());
+    let out = sidecar.cli(&["flags", "get", "progresive_disclosure"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("known flags: ab_test_haiku, hooks_enabled"),
+        "{}",
+        stderr(&out)
+    );
+    let out = sidecar.cli(&["flags", "set", "team_flag", "--enabled", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("team_flag is a new flag"),
+        "{}",
+        stdout(&out)
+    );
+    let out = sidecar.cli(&["flags", "set", "team_flag", "--rollout", "50"]);
+    assert!(!stdout(&out).contains("new flag"), "{}", stdout(&out));
+    let out = sidecar.cli(&["flags", "get", "team_flag", "--key", "k"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// `--week 0` names no week: an error, not week 1.
+#[test]
+fn ab_report_refuses_week_0() {
+    let home = tempfile::tempdir().unwrap();
+    let out = offline(home.path(), &["ab", "report", "--week", "0"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("--week"), "{}", stderr(&out));
+    assert!(!home.path().join("metrics").exists(), "nothing was written");
+}
+
+/// `status` counts the flags file's error among the errors, in text and JSON.
+#[test]
+fn status_reports_the_flags_error() {
+    let (_dir, root) = test_guidebook_dir();
+    let sidecar = Sidecar::start(&root);
+    let flags = sidecar.home.join("feature_flags.json");
+    std::fs::write(&flags, "{ not json").unwrap();
+    let json = sidecar.wait_for_status("the flags error", |s| !s["flags"]["error"].is_null());
+    let error = json["flags"]["error"].as_str().unwrap().to_string();
+    let out = sidecar.cli(&["status", "--json"]);
+    let answer: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(answer["flags"]["error"].as_str().is_some(), "{answer}");
+    let out = sidecar.cli(&["status"]);
+    let text = stdout(&out);
+    assert!(!text.contains("errors      none"), "{text}");
+    assert!(text.contains("errors      1\n"), "{text}");
+    assert!(text.contains(&format!("  {error}")), "{text}");
+    assert!(error.starts_with(&flags.display().to_string()), "{error}");
 }

@@ -44,7 +44,12 @@ fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
         line(&report, "codex hooks").starts_with("FAIL  codex hooks: 4 of our 4 hooks in "),
         "{report}"
     );
-    assert!(line(&report, "codex hooks").contains("guidebook hooks install --codex --trust"));
+    // The fix leads with the command that clears the one FAIL a new user meets.
+    assert!(
+        line(&report, "codex hooks")
+            .contains("; fix: run `guidebook hooks install --codex --trust` (trusts exactly our hooks), or review them in Codex's /hooks"),
+        "{report}"
+    );
     let out = sidecar.cli(&["hooks", "install", "--codex", "--trust"]);
     assert!(
         out.status.success(),
