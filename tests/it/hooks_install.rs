@@ -107,7 +107,7 @@ fn install_twice_leaves_one_entry_per_event_and_the_users_hooks_byte_for_byte() 
     let value: Value = serde_json::from_str(&again).unwrap();
     let hook = shim_exe().display().to_string();
     for (event, matcher) in [
-        ("PreToolUse", "Edit|Write|MultiEdit"),
+        ("PreToolUse", "Edit|Write|MultiEdit|Bash"),
         ("PostToolUse", "Edit|Write|MultiEdit|Bash"),
         ("SessionStart", "compact|clear"),
     ] {

@@ -69,7 +69,9 @@ impl Host {
             // A Bash command that exits non-zero (a failing ruff or pyright run) is a
             // `PostToolUseFailure` in Claude Code, not a `PostToolUse`: the breaker needs both.
             Host::Claude => &[
-                ("PreToolUse", Some("Edit|Write|MultiEdit")),
+                // `Bash` too: the guard denies the agent's own commands that would lift its
+                // guardrails (docs/security.md).
+                ("PreToolUse", Some("Edit|Write|MultiEdit|Bash")),
                 ("PostToolUse", Some("Edit|Write|MultiEdit|Bash")),
                 ("PostToolUseFailure", Some("Bash")),
                 ("SessionStart", Some("compact|clear")),
@@ -79,7 +81,10 @@ impl Host {
             // `PreCompress` is not hooked: Gemini CLI 0.61 fires it before every model turn,
             // compression or not, and a reset there would repeat every guideline each turn.
             Host::Gemini => &[
-                ("BeforeTool", Some("^(write_file|replace)$")),
+                (
+                    "BeforeTool",
+                    Some("^(write_file|replace|run_shell_command)$"),
+                ),
                 (
                     "AfterTool",
                     Some("^(write_file|replace|run_shell_command)$"),
@@ -111,7 +116,10 @@ impl Host {
             Host::Claude => &[
                 (
                     "PreToolUse",
-                    &[(Some("Edit|Write|MultiEdit"), CLAUDE_EDIT_GATE)],
+                    &[
+                        (Some("Edit|Write|MultiEdit"), CLAUDE_EDIT_GATE),
+                        (Some("Bash"), CLAUDE_BASH_GATE),
+                    ],
                 ),
                 (
                     "PostToolUse",
@@ -246,10 +254,27 @@ const SESSION_START: &[(&str, Template)] = &[
     ("hook_event_name", Template::Field("${hook_event_name}")),
     ("source", Template::Field("${source}")),
 ];
+/// The edit gate: the session for the breaker, the file for the guard.
 const CLAUDE_EDIT_GATE: &[(&str, Template)] = &[
     ("session_id", Template::Field("${session_id}")),
     ("hook_event_name", Template::Field("${hook_event_name}")),
     ("tool_name", Template::Field("${tool_name}")),
+    (
+        "tool_input",
+        Template::Object(&[("file_path", "${tool_input.file_path}")]),
+    ),
+    ("cwd", Template::Field("${cwd}")),
+];
+/// A shell command about to run, for the guard.
+const CLAUDE_BASH_GATE: &[(&str, Template)] = &[
+    ("session_id", Template::Field("${session_id}")),
+    ("hook_event_name", Template::Field("${hook_event_name}")),
+    ("tool_name", Template::Field("${tool_name}")),
+    (
+        "tool_input",
+        Template::Object(&[("command", "${tool_input.command}")]),
+    ),
+    ("cwd", Template::Field("${cwd}")),
 ];
 const CLAUDE_EDIT: &[(&str, Template)] = &[
     ("session_id", Template::Field("${session_id}")),
