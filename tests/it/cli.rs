@@ -127,7 +127,7 @@ fn check_accepts_the_sample_guidebook_and_names_file_and_line_of_errors() {
     let out = sidecar.cli(&["check"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stdout(&out).contains(&format!("{}:3: ", bad.display())),
+        stdout(&out).contains(&format!("{}:3:14: ", bad.display())),
         "{}",
         stdout(&out)
     );

@@ -74,8 +74,8 @@ fn a_broken_guideline_keeps_serving_its_last_good_version_until_fixed_without_re
     assert!(
         stdout
             .lines()
-            .any(|l| l.starts_with(&format!("{}:5: ", guideline.display()))),
-        "check names file and line: {stdout}"
+            .any(|l| l.starts_with(&format!("{}:5:9: ", guideline.display()))),
+        "check names file, line and column: {stdout}"
     );
 
     // Fixed: picked up without a restart.
