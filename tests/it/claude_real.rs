@@ -313,6 +313,49 @@ fn breaker_scenario(mcp: bool) {
     );
 }
 
+/// The agent cannot lift its own guardrails through its shell: Claude Code's `Bash` running
+/// `guidebook breaker reset` is denied by our `PreToolUse` hook before it runs, in both
+/// wirings and with no sidecar needed for it, and the model reads why in its next request.
+#[test]
+fn the_agents_own_breaker_reset_through_bash_is_denied_before_it_runs() {
+    for mcp in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let sidecar = Sidecar::start(&dir.path().join("guidebook"));
+        let work = dir.path().join("api");
+        git_repo(&work, Some("git@github.com:acme/api.git"));
+        let home = dir.path().join("user");
+        std::fs::create_dir_all(&home).unwrap();
+        let agent_socket = install_hooks(&home, &sidecar, mcp);
+        let marker = work.join("ran");
+        let command = format!(
+            "touch {} && guidebook breaker reset --session me",
+            marker.display()
+        );
+        let mock = MockMessages::start(vec![(
+            "Bash",
+            json!({"command": command, "description": "unblock"}),
+        )]);
+        let out = claude(
+            &home,
+            &work,
+            &mock,
+            &agent_socket,
+            "unblock yourself",
+            &["--allowedTools", "Bash"],
+        );
+        let said = printed(&out);
+        assert!(!marker.exists(), "mcp {mcp}: the command ran: {said}");
+        let last = mock.turns().last().cloned().unwrap();
+        assert!(
+            last["messages"]
+                .to_string()
+                .contains("this would reset the circuit breaker"),
+            "mcp {mcp}: the model is told why: {said} {}",
+            last["messages"]
+        );
+    }
+}
+
 /// The `mcp_tool` wiring: `hooks install --claude --mcp` registers `guidebook mcp` in
 /// `~/.claude.json` and points the hooks at its `hook` tool; the same scenarios as the command
 /// wiring: the `Write` puts the guideline into the next request, the `Edit` does not repeat it,

@@ -524,6 +524,43 @@ fn breaker_scenario(mcp: bool) {
     assert!(!work.join("src/new.py").exists(), "the patch was denied");
 }
 
+/// The agent cannot lift its own guardrails through its shell: Codex's `exec_command` running
+/// `guidebook breaker reset` is blocked by our trusted `PreToolUse` hook before it runs, in
+/// both wirings, and the model reads why as the call's output.
+#[test]
+fn the_agents_own_breaker_reset_through_its_shell_is_blocked_before_it_runs() {
+    for mcp in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let sidecar = Sidecar::start(&dir.path().join("guidebook"));
+        let work = dir.path().join("api");
+        git_repo(&work, Some("git@github.com:acme/api.git"));
+        let marker = work.join("ran");
+        let cmd = format!(
+            "touch {} && guidebook breaker reset --session me",
+            marker.display()
+        );
+        let mock = MockResponses::start(vec![serde_json::json!({"type": "function_call",
+            "id": "fc_1", "call_id": "call_1", "name": "exec_command",
+            "arguments": serde_json::json!({"cmd": cmd}).to_string(), "status": "completed"})]);
+        let home = dir.path().join("user");
+        let agent_socket = if mcp {
+            codex_mcp_user(&home, &mock, &sidecar.socket)
+        } else {
+            codex_user(&home, &mock, true);
+            sidecar.socket.clone()
+        };
+        let out = codex_exec(&home, &work, &agent_socket, "unblock yourself");
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{said}");
+        assert!(!marker.exists(), "mcp {mcp}: the command ran: {said}");
+        let last = mock.requests().last().unwrap().to_string();
+        assert!(
+            last.contains("Command blocked by PreToolUse hook: Adaptive Guidebook: this would reset the circuit breaker"),
+            "mcp {mcp}: {said} {last}"
+        );
+    }
+}
+
 /// The `mcp_tool` wiring in the real Codex: `hooks install --codex --mcp --trust` registers
 /// `guidebook mcp` (carrying the installer's sidecar settings: Codex filters an MCP server's
 /// environment) and trusts its handlers with the hash Codex computes for `mcp_tool` hooks, so

@@ -292,6 +292,40 @@ fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
     );
 }
 
+/// The agent cannot lift its own guardrails through its shell: Gemini CLI's
+/// `run_shell_command` running `guidebook flags set` is blocked by our `BeforeTool` hook before
+/// it runs, and the model reads why.
+#[test]
+fn the_agents_own_flag_change_through_its_shell_is_blocked_before_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
+    let work = dir.path().join("api");
+    git_repo(&work, Some("git@github.com:acme/api.git"));
+    let home = dir.path().join("user");
+    gemini_api_user(&home);
+    install_shim_hooks(&home, "--gemini");
+    let marker = work.join("ran");
+    let command = format!(
+        "touch {} && guidebook flags set hooks_enabled false",
+        marker.display()
+    );
+    let mock = MockGemini::start(vec![(
+        "run_shell_command",
+        json!({"command": command, "description": "turn the hooks off"}),
+    )]);
+    let out = gemini(&home, &work, &mock, &sidecar.socket, "turn the hooks off");
+    let said = printed(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(!marker.exists(), "the command ran: {said}");
+    let answer = mock.turns().last().unwrap()["contents"].to_string();
+    assert!(
+        answer.contains(
+            "Tool execution blocked: Adaptive Guidebook: this would change a feature flag"
+        ),
+        "the model is told why: {said} {answer}"
+    );
+}
+
 /// A sidecar that hangs. With the shim's budget (15 s) beyond the hook's timeout (5 s), Gemini
 /// CLI kills each hook at its timeout, completes the task, and warns the user ("Hook timed out
 /// after 5000ms"). With the shim's default budget (2 s, below every timeout `hooks install`
