@@ -50,7 +50,8 @@ struct State {
     idle_since: AtomicU64,
     /// Set once it has been told to close.
     closed: AtomicBool,
-    /// Wakes the connection's task when it is told to close or its last request is done.
+    /// Wakes whoever waits on the connection (its shutdown signal and its watchdog, see
+    /// `Slot::closing`) when it is told to close or its last request is done.
     wake: Notify,
 }
 
@@ -116,7 +117,7 @@ impl Connections {
 impl State {
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        self.wake.notify_one();
+        self.wake.notify_waiters();
     }
 }
 
@@ -146,9 +147,12 @@ impl Slot {
     /// one, or it has had no request for the idle timeout.
     pub async fn closing(&self) {
         loop {
-            // Created before the state is looked at, so that a wake-up in between is not lost
-            // (`notify_one` keeps a permit for a waiter that has not started waiting yet).
+            // Registered before the state is looked at, so that a wake-up in between is not
+            // lost: `notify_waiters` wakes every registered waiter (two wait on each
+            // connection) but keeps nothing for one that registers later.
             let woken = self.state.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
             if self.state.closed.load(Ordering::Acquire) {
                 return;
             }
@@ -197,7 +201,7 @@ impl Drop for Busy {
             .idle_since
             .store(self.slot.table.now_ms(), Ordering::Release);
         if state.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-            state.wake.notify_one();
+            state.wake.notify_waiters();
         }
     }
 }

@@ -233,3 +233,17 @@ pub fn termination_signal() -> impl Future<Output = ()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_cap_leaves_most_descriptors_to_the_rest_of_the_daemon() {
+        assert_eq!(connection_cap(1 << 20), MAX_CONNECTIONS);
+        assert_eq!(connection_cap(1024), MAX_CONNECTIONS);
+        // macOS's default soft limit, were it not raised.
+        assert_eq!(connection_cap(256), 64);
+        assert_eq!(connection_cap(0), 8);
+    }
+}
