@@ -35,7 +35,8 @@ pub const LANGUAGES: &[&str] = &[
 ];
 
 /// Whether `name` is a language that [`language_of`] can produce.
-pub fn is_known(name: &str) -> bool {
+#[cfg(test)]
+fn is_known(name: &str) -> bool {
     known(name).is_some()
 }
 

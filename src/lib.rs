@@ -40,32 +40,35 @@
 //! - [`time`]: RFC 3339 timestamps and dates without a date-time dependency.
 //! - [`parallel`]: work split over the cores, results in input order.
 //!
+//! The modules the binary, the integration tests and the benches use are `pub`; the rest are
+//! `pub(crate)`.
+//!
 //! Dependencies point down this list: a domain module never imports `rpc`, `server`, `cli` or
 //! `mcp`, and a leaf imports only other leaves (their tests aside). The clients' side of the protocol (method names
 //! and params builders) is `guidebook_hook::protocol`, shared with the hook shim.
 
-pub mod breaker;
+pub(crate) mod breaker;
 pub mod cli;
 pub mod config;
 pub mod engine;
-pub mod explain;
-pub mod files;
+pub(crate) mod explain;
+pub(crate) mod files;
 pub mod flags;
 pub mod guidebook;
-pub mod language;
-pub mod mcp;
+pub(crate) mod language;
+pub(crate) mod mcp;
 pub mod metrics;
-pub mod parallel;
+pub(crate) mod parallel;
 pub mod prompt;
-pub mod repo;
+pub(crate) mod repo;
 pub mod rpc;
-pub mod sample;
-pub mod scan;
-pub mod search;
+pub(crate) mod sample;
+pub(crate) mod scan;
+pub(crate) mod search;
 pub mod server;
-pub mod service;
-pub mod store;
-pub mod time;
+pub(crate) mod service;
+pub(crate) mod store;
+pub(crate) mod time;
 pub mod tokens;
 pub mod watched;
 

@@ -7,9 +7,7 @@ mod metrics;
 mod presentation;
 
 pub use breaker::{BreakerRow, BreakerStore, StreakRow};
-pub use metrics::{
-    Assignment, Epoch, MetricsStore, Observed, QcResult, QcRow, ReviewedPass, WindowData,
-};
+pub use metrics::{MetricsStore, Observed, QcResult, QcRow, ReviewedPass, WindowData};
 pub use presentation::PresentationStore;
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
