@@ -25,7 +25,7 @@ pub const PATIENT_HOOK_TIMEOUT_MS: &str = "15000";
 
 /// Environment variables of the test process that would otherwise leak into the binaries and
 /// point them at the developer's own sidecar.
-const INHERITED_SETTINGS: [&str; 15] = [
+const INHERITED_SETTINGS: [&str; 16] = [
     "ADAPTIVE_GUIDEBOOK_NO_AUTOSTART",
     "ADAPTIVE_GUIDEBOOK_BIN",
     // Where `guidebook hooks install` and `doctor` find the agents' settings.
@@ -41,6 +41,7 @@ const INHERITED_SETTINGS: [&str; 15] = [
     "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
     "ADAPTIVE_GUIDEBOOK_METRICS_DIR",
     "ADAPTIVE_GUIDEBOOK_METRICS_LISTEN",
+    "ADAPTIVE_GUIDEBOOK_METRICS_ALLOW_REMOTE",
     "ADAPTIVE_GUIDEBOOK_RECORD_METRICS",
 ];
 
