@@ -646,31 +646,48 @@ fn non_atomic_rewrites_of_every_watched_file_never_fail_a_request() {
     }
 }
 
-/// Another process holds the database's write lock for 2 s while requests arrive: a search with
-/// a 500 ms deadline fails with -32001 close to its deadline and records nothing, a search and a
-/// `recordError` without one wait (busy timeout 5 s) and succeed once the lock is gone, a shim
-/// gives up silently within its own timeout, and `status` is not held up at all.
+/// Another process holds the database's write lock until the test lets go, while requests
+/// arrive: a search with a 500 ms deadline fails with -32001 and records nothing, a shim gives
+/// up silently within its own timeout, and `status` answers, all while the lock is still held;
+/// a search and a `recordError` without a deadline wait, and succeed once the lock is gone.
+///
+/// No bound on elapsed time: the sidecar's busy timeout is set far beyond any client's patience
+/// here (the harness's watchdog), so a call that waited for the lock would still be waiting when
+/// the test asserts that it has answered. What answered before the lock was released did not
+/// wait for it, however busy the machine.
 #[test]
-fn a_database_locked_by_another_process_for_2_s_delays_or_fails_requests_but_never_hangs_them() {
+fn a_database_locked_by_another_process_delays_or_fails_requests_but_never_hangs_them() {
     shim_exe();
     let (dir, root) = test_guidebook_dir();
-    let sidecar = Sidecar::start(&root);
+    let config = write_config(
+        dir.path(),
+        &format!("busyTimeoutMs: {}\n", 3 * WATCHDOG.as_millis()),
+    );
+    let sidecar = Sidecar::start_with(SidecarOptions {
+        root: Some(root),
+        env: vec![config],
+        ..SidecarOptions::default()
+    });
     let files = matching_files(dir.path());
     let file_refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let filepaths = paths(&file_refs);
 
-    let script = "import sqlite3, sys, time\n\
+    // The holder lets go when its stdin reaches its end: when the test drops `release`, or
+    // when a failing test drops the child.
+    let script = "import sqlite3, sys\n\
         c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
         c.execute('BEGIN EXCLUSIVE')\n\
         print('locked', flush=True)\n\
-        time.sleep(2)\n\
+        sys.stdin.read()\n\
         c.execute('ROLLBACK')\n";
     let mut holder = std::process::Command::new("python3")
         .args(["-c", script])
         .arg(&sidecar.db)
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("python3 runs");
+    let release = holder.stdin.take().unwrap();
     let mut line = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
@@ -678,7 +695,6 @@ fn a_database_locked_by_another_process_for_2_s_delays_or_fails_requests_but_nev
     )
     .unwrap();
     assert_eq!(line.trim(), "locked");
-    let locked_at = Instant::now();
 
     let timed = |method: &'static str, params: Value| {
         let socket = sidecar.socket.clone();
@@ -702,7 +718,8 @@ fn a_database_locked_by_another_process_for_2_s_delays_or_fails_requests_but_nev
     );
     let status = timed("status", json!({}));
 
-    // The shim: its own 800 ms budget, silence and exit 0 (checked by `run_shim`).
+    // The shim: its own 800 ms budget, silence and exit 0 (checked by `run_shim`, which fails
+    // the test if the shim outlives the watchdog, as one waiting for the lock would).
     let patch = add_file_patch(
         &filepaths
             .iter()
@@ -711,7 +728,6 @@ fn a_database_locked_by_another_process_for_2_s_delays_or_fails_requests_but_nev
     );
     let mut event = hook_event("post_tool_use_apply_patch_add.json", "shim", dir.path());
     event["tool_input"]["command"] = json!(patch);
-    let started = Instant::now();
     let shim = run_shim(
         &event.to_string(),
         &[
@@ -719,41 +735,38 @@ fn a_database_locked_by_another_process_for_2_s_delays_or_fails_requests_but_nev
             ("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", OsStr::new("800")),
         ],
     );
-    let shim_took = started.elapsed();
     assert_eq!(
         shim.stdout, "",
         "the shim printed while the database was locked"
     );
-    assert!(
-        shim_took < Duration::from_millis(1800),
-        "the shim took {shim_took:?}"
-    );
 
-    let (took, answer) = status.join().unwrap();
+    // `try_call` fails the test if no answer comes within the watchdog, and the lock is held
+    // until after these answers: they did not wait for it.
+    let (_, answer) = status.join().unwrap();
     assert!(answer.get("result").is_some(), "{answer}");
-    assert!(
-        took < Duration::from_millis(1000),
-        "status waited {took:?} for a lock it does not need"
-    );
-
     let (took, answer) = hurried.join().unwrap();
     assert_eq!(
         rpc_error(&answer),
         (-32001, "deadline exceeded".to_string())
     );
     assert!(
-        took >= Duration::from_millis(450) && took < Duration::from_millis(1500),
+        took >= Duration::from_millis(500),
         "a 500 ms deadline answered after {took:?}"
     );
+    // Everything above happened while the lock was held, and the writes are still waiting.
+    assert!(
+        holder.try_wait().unwrap().is_none(),
+        "the lock holder let go early"
+    );
+    assert!(
+        !patient.is_finished() && !counted.is_finished(),
+        "a write answered while another process held the lock"
+    );
 
+    drop(release);
     for (what, thread) in [("search", patient), ("recordError", counted)] {
-        let (took, answer) = thread.join().unwrap();
+        let (_, answer) = thread.join().unwrap();
         assert!(answer.get("error").is_none(), "{what}: {answer}");
-        let waited = locked_at.elapsed();
-        assert!(
-            took > Duration::from_millis(1000) && took < Duration::from_millis(4500),
-            "{what} answered after {took:?} (lock held 2 s, {waited:?} ago)"
-        );
     }
     let status = wait_bounded(&mut holder, WATCHDOG, "the lock holder");
     assert!(status.success());
