@@ -8,7 +8,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
@@ -336,19 +336,18 @@ fn hook_answers_empty_text_at_once_when_the_sidecar_is_down() {
         .env("ADAPTIVE_GUIDEBOOK_SOCKET", &socket)
         .env("HOME", dir.path())
         .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
-        // A patient hook: the answer must not wait for the timeout, only for the connect.
-        .env("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", "15000");
+        // A hook patient far beyond the client's watchdog: an answer that waited for the
+        // timeout instead of ending at the failed connect would fail the test there, however
+        // fast or busy the machine.
+        .env(
+            "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+            (10 * WATCHDOG.as_millis()).to_string(),
+        );
     let mut mcp = McpClient::start(cmd, V_2025_06_18);
     let repo = dir.path().join("repo");
     let event = codex_add("down", &repo, "src/A.kt", ORDER_PRINTER_KT);
     for event in [event, fixture("hooks/codex_pre_tool_use_apply_patch.json")] {
-        let started = Instant::now();
         assert_eq!(mcp.hook(&event), "");
-        let took = started.elapsed();
-        assert!(
-            took < Duration::from_secs(1),
-            "a missing sidecar costs a failed connect, not the timeout: {took:?}"
-        );
     }
     // The agent tools say what is wrong instead.
     let result = mcp.call_tool("list_flags", json!({}));
