@@ -244,8 +244,20 @@ impl<T, E: Clone + PartialEq + fmt::Display> FileState<T, E> {
         read: impl FnOnce() -> Result<B, E>,
         parse: impl FnOnce(B) -> Result<T, E>,
     ) -> (Self, bool) {
+        Self::refresh_at(prev, stamp, SystemTime::now(), read, parse)
+    }
+
+    /// [`FileState::refresh`] with the time it is `now`, which decides whether an unchanged
+    /// stamp is old enough to trust (the tests give it; everyone else takes the clock's).
+    fn refresh_at<B: AsRef<[u8]>>(
+        prev: Option<Self>,
+        stamp: Stamp,
+        now: SystemTime,
+        read: impl FnOnce() -> Result<B, E>,
+        parse: impl FnOnce(B) -> Result<T, E>,
+    ) -> (Self, bool) {
         if let Some(prev) = &prev {
-            if prev.stamp == stamp && !stamp.is_racy(SystemTime::now()) {
+            if prev.stamp == stamp && !stamp.is_racy(now) {
                 return (prev.clone(), false);
             }
         }
@@ -359,6 +371,9 @@ mod tests {
 
     /// Regression: guideline and pack reloads used a stamp without ctime and without the racy
     /// guard, so a rewrite with the same size within one timestamp tick could go unseen.
+    ///
+    /// The time is given, not read from the clock: "just written" is the file's own change time,
+    /// so no pause of a busy machine between the write and the check can age the stamp.
     #[test]
     fn a_racily_clean_stamp_is_read_again() {
         let dir = tempfile::tempdir().unwrap();
@@ -366,18 +381,32 @@ mod tests {
         std::fs::write(&path, "1").unwrap();
         let (state, _) = refresh(None, &path);
         let stamp = state.stamp;
-        assert!(stamp.is_racy(SystemTime::now()), "just written");
-        // Same stamp, but too young to trust: the content is read again and the change seen.
+        let changed_at =
+            SystemTime::UNIX_EPOCH + Duration::new(stamp.ctime.0 as u64, stamp.ctime.1 as u32);
+        let just_after = changed_at + Duration::from_millis(1);
+        let long_after = changed_at + RACY_WINDOW;
+        assert!(stamp.is_racy(just_after), "just written");
+        assert!(!stamp.is_racy(long_after), "old enough to trust");
+        let reread = |state: &FileState<u32, String>, now: SystemTime| {
+            FileState::refresh_at(
+                Some(state.clone()),
+                stamp,
+                now,
+                || std::fs::read_to_string(&path).map_err(|e| e.to_string()),
+                parse_number,
+            )
+        };
+        // Same stamp (the bytes change below without a new stamp, as a rewrite within one
+        // timestamp tick can), but too young to trust: the content is read again and the change
+        // seen.
         std::fs::write(&path, "3").unwrap();
-        let (state, changed) = FileState::refresh(
-            Some(state),
-            stamp,
-            || std::fs::read_to_string(&path).map_err(|e| e.to_string()),
-            parse_number,
-        );
+        let (fresh, changed) = reread(&state, just_after);
         assert!(changed);
-        assert_eq!(state.good.as_deref(), Some(&3));
-        assert!(!stamp.is_racy(SystemTime::now() + Duration::from_secs(1)));
+        assert_eq!(fresh.good.as_deref(), Some(&3));
+        // The same stamp once old enough is trusted without a read.
+        let (kept, changed) = reread(&state, long_after);
+        assert!(!changed);
+        assert_eq!(kept.good.as_deref(), Some(&1));
     }
 
     #[test]

@@ -136,7 +136,12 @@ pub fn load(path: &Path, root: &Path) -> FileMap {
 /// renamed over the old). A file with an error, or a stamp too recent to trust, is left out:
 /// the next run reads it. A failure is reported and costs only the next start's time.
 pub fn save(path: &Path, root: &Path, files: &FileMap) {
-    let now = SystemTime::now();
+    save_at(path, root, files, SystemTime::now());
+}
+
+/// [`save`] at the time `now`, which decides which stamps are too recent to trust (the tests
+/// give it; [`save`] takes the clock's).
+fn save_at(path: &Path, root: &Path, files: &FileMap, now: SystemTime) {
     let mut kept: Vec<CachedFile<'_>> = files
         .iter()
         .filter(|(_, f)| f.error.is_none() && !f.stamp.is_racy(now))
@@ -384,23 +389,47 @@ mod tests {
         assert_eq!(std::fs::read(&cache).unwrap(), before);
     }
 
+    /// The time of the save is given, not read from the clock: "just written" is the file's
+    /// own change time, so no pause of a busy machine between the write and the save can age
+    /// the stamp into trust.
     #[test]
     fn a_file_too_recent_to_trust_is_not_cached() {
+        use crate::guidebook::load::{parse_guideline, MAX_GUIDELINE_BYTES};
+        use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("guidebook");
         let cache = dir.path().join(CACHE_FILE_NAME);
-        write(&root, "a", "alpha", "old enough");
+        let old = write(&root, "a", "alpha", "old enough");
         settle();
-        write(&root, "b", "beta", "just written");
-        Guidebook::with_cache(root.clone(), cache.clone(), true).reload();
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
-        let ids: Vec<&str> = json["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(ids, ["alpha"]);
+        let new = write(&root, "b", "beta", "just written");
+        let mut files = FileMap::new();
+        for path in [&old, &new] {
+            let (state, _) = FileState::refresh(
+                None,
+                Stamp::of(&std::fs::metadata(path).unwrap()),
+                || crate::watched::read_text(path, MAX_GUIDELINE_BYTES),
+                |text| parse_guideline(path, &text),
+            );
+            files.insert(PathKey(path.clone()), state);
+        }
+        let meta = std::fs::metadata(&new).unwrap();
+        let written = SystemTime::UNIX_EPOCH
+            + std::time::Duration::new(meta.ctime() as u64, meta.ctime_nsec() as u32);
+        let cached_ids = |now: SystemTime| {
+            save_at(&cache, &root, &files, now);
+            let json: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+            json["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["id"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        let just_after = written + std::time::Duration::from_millis(1);
+        assert_eq!(cached_ids(just_after), ["alpha"]);
+        // The same files saved once the new one is old enough: both are cached.
+        let later = written + std::time::Duration::from_secs(1);
+        assert_eq!(cached_ids(later), ["alpha", "beta"]);
     }
 }
