@@ -2,6 +2,11 @@
 //! and true to the server: every real response validates against the result schema its method
 //! declares, and every error code the server produces is declared.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use adaptive_guidebook::config::{Overrides, Settings};
+use adaptive_guidebook::engine::Engine;
 use jsonschema::{Draft, Validator};
 use serde_json::{json, Value};
 
@@ -14,6 +19,22 @@ const DOCUMENT_URI: &str = "https://guidebook.invalid/openrpc.json";
 fn document() -> Value {
     let path = manifest_dir().join("rpc-schema/openrpc.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The names of every method the server registers: its registration table, built on an engine
+/// of its own (nothing is served).
+fn registered_methods() -> BTreeSet<&'static str> {
+    let home = tempfile::tempdir().unwrap();
+    let settings = Settings::resolve_with(&Overrides::default(), |key| match key {
+        "ADAPTIVE_GUIDEBOOK_HOME" => Some(home.path().into()),
+        "ADAPTIVE_GUIDEBOOK_ROOT" => Some(home.path().join("guidebook").into()),
+        _ => None,
+    })
+    .unwrap();
+    let engine = Engine::open_unloaded(settings).unwrap();
+    adaptive_guidebook::rpc::module(Arc::new(engine))
+        .method_names()
+        .collect()
 }
 
 /// A validator for `method`'s declared `result.schema`, with `#/components/...` references
@@ -85,32 +106,35 @@ fn rpc_discover_returns_the_document_and_real_responses_match_their_declared_sch
     let (dir, root) = test_guidebook_dir();
     let sidecar = Sidecar::start(&root);
 
-    let declared: Vec<&str> = doc["methods"]
+    // The document against the registration table (`rpc::module`), the methods the server
+    // answers: every one documented, and nothing documented that it does not answer.
+    let declared: BTreeSet<&str> = doc["methods"]
         .as_array()
         .unwrap()
         .iter()
         .map(|m| m["name"].as_str().unwrap())
         .collect();
+    let registered = registered_methods();
+    let undocumented: Vec<&&str> = registered.difference(&declared).collect();
+    assert!(
+        undocumented.is_empty(),
+        "registered but not in rpc-schema/openrpc.json: {undocumented:?}"
+    );
+    let unregistered: Vec<&&str> = declared.difference(&registered).collect();
+    assert!(
+        unregistered.is_empty(),
+        "in rpc-schema/openrpc.json but not registered: {unregistered:?}"
+    );
+    // And the running sidecar is the table's: it knows every documented name (a wrong call is
+    // refused for its params, never as an unknown method), and no other.
+    for name in &declared {
+        let answer = sidecar.call(name, json!({"sessionId": ""}));
+        assert_ne!(answer["error"]["code"], -32601, "{name}: {answer}");
+    }
     assert_eq!(
-        declared,
-        [
-            "search",
-            "explain",
-            "resetSession",
-            "buildPrompt",
-            "getFlags",
-            "isEnabled",
-            "setFlag",
-            "recordError",
-            "breakerStatus",
-            "resetBreaker",
-            "status",
-            "recordQcResult",
-            "recordQcReview",
-            "recordSessionTokens",
-            "abAssign",
-            "rpc.discover"
-        ]
+        sidecar.error("notAMethod", json!({})).0,
+        -32601,
+        "an unknown name is refused as one"
     );
 
     let discovered = sidecar.result("rpc.discover", json!({}));
