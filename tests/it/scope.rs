@@ -139,6 +139,61 @@ fn language_scope_keeps_kotlin_guidelines_off_java_files_and_java_ones_off_kotli
     assert_eq!(match_ids(&explained), ["todo-needs-ticket"]);
 }
 
+/// A repository nested one group deeper (`group/sub/repo`, as GitLab subgroups name them):
+/// `group/*` stops at one segment, so it covers `group/repo` but not `group/sub/repo`, while
+/// `group/**` covers both; `*` alone crossing `/` would put `group/*` on every repository of the
+/// group, however deep.
+#[test]
+fn one_star_stays_within_a_segment_and_two_cross_into_subgroups() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("guidebook");
+    for (id, glob) in [("one-level", "group/*"), ("any-depth", "group/**")] {
+        write_guideline(
+            &root,
+            id,
+            &format!(
+                "id: {id}\nscope:\n  repositories: [\"{glob}\"]\nmatch:\n  any:\n    - regex:\n        \
+                 pattern: 'SCOPED'\ncontent: {id}\n"
+            ),
+        );
+    }
+    let sidecar = Sidecar::start(&root);
+    for (name, origin, identity, expected) in [
+        (
+            "flat",
+            "git@host:group/repo.git",
+            "group/repo",
+            &["any-depth", "one-level"][..],
+        ),
+        (
+            "nested",
+            "git@host:group/sub/repo.git",
+            "group/sub/repo",
+            &["any-depth"][..],
+        ),
+        (
+            "https",
+            "https://host/group/sub/repo.git",
+            "group/sub/repo",
+            &["any-depth"][..],
+        ),
+        (
+            "other",
+            "git@host:other/group/repo.git",
+            "other/group/repo",
+            &[][..],
+        ),
+    ] {
+        let repo = dir.path().join(name);
+        git_repo(&repo, Some(origin));
+        let file = write_file(&repo, "src/main.txt", "SCOPED\n");
+        let explained = explain_one(&sidecar, &file);
+        assert_eq!(explained["repository"], identity, "{origin}");
+        assert_eq!(match_ids(&explained), expected, "{origin}");
+        assert_eq!(sidecar.search_ids(name, &[&file]), expected, "{origin}");
+    }
+}
+
 #[test]
 fn files_without_repository_identity_get_only_repository_unscoped_guidelines() {
     let (dir, root) = test_guidebook_dir();
