@@ -44,14 +44,19 @@ fn the_contract_examples_through_the_daemon() {
             "trippedBy": {"tool": "pyright", "code": ATTR, "file": "/src/dispatch.py", "streak": 3}})
     );
 
-    // pyright X, ruff E501, pyright X on the same file does not.
+    // pyright X, ruff E501 (a run without X ends X's streak), pyright X, pyright X on the same
+    // file does not: X's streak is 2, though X is in 3 of the 4 runs. The next X halts.
     for errors in [
         vec![x()],
         vec![err("ruff", "E501", "/src/dispatch.py")],
         vec![x()],
+        vec![x()],
     ] {
         assert_eq!(state(&record(&sidecar, "b", errors)), "continue");
     }
+    let halted = record(&sidecar, "b", vec![x()]);
+    assert_eq!(state(&halted), "halt");
+    assert_eq!(halted["trippedBy"]["streak"], 3, "{halted}");
     // The same code in different files does not.
     for file in ["/src/a.py", "/src/b.py", "/src/c.py"] {
         assert_eq!(
