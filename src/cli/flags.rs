@@ -14,7 +14,7 @@ use super::client::{self, Reply};
 use super::{CliError, UsageError};
 use crate::config::Settings;
 use crate::flags::{Flags, HOOKS_ENABLED, PROGRESSIVE_DISCLOSURE};
-use crate::rpc::get_flags::{self, FlagState, FlagsAnswer};
+use crate::rpc::get_flags::{FlagState, FlagsAnswer};
 
 #[derive(Debug, Subcommand)]
 pub enum FlagsCommand {
@@ -53,7 +53,7 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
         FlagsCommand::List { json } => {
             let answer: FlagsAnswer = match ask(settings, &no_params(method::GET_FLAGS))? {
                 Some(answer) => answer,
-                None => get_flags::answer(&Flags::open(settings.flags.clone())),
+                None => Flags::open(settings.flags.clone()).report().into(),
             };
             if json {
                 println!(
@@ -78,7 +78,7 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
                 }
                 None => {
                     let flags = Flags::open(settings.flags.clone());
-                    known(&flag, &get_flags::answer(&flags))?;
+                    known(&flag, &flags.report().into())?;
                     Some(flags)
                 }
             };
@@ -110,10 +110,7 @@ pub fn run(settings: &Settings, command: FlagsCommand) -> Result<ExitCode, CliEr
             let running = ask::<FlagsAnswer>(settings, &no_params(method::GET_FLAGS))?;
             let before = match &running {
                 Some(answer) => known(&flag, answer),
-                None => known(
-                    &flag,
-                    &get_flags::answer(&Flags::open(settings.flags.clone())),
-                ),
+                None => known(&flag, &Flags::open(settings.flags.clone()).report().into()),
             };
             let call = SetFlag {
                 flag: flag.clone(),

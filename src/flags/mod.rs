@@ -77,6 +77,18 @@ pub struct FlagView {
     pub overridden_by: Option<&'static str>,
 }
 
+/// What `getFlags` and `guidebook flags list` show: the served flags, where they came from,
+/// when they were read, and the file's current problem, if any.
+#[derive(Debug, Clone)]
+pub struct FlagsReport {
+    /// `_meta.version` of the served file, as written there.
+    pub version: Option<serde_json::Value>,
+    pub loaded_at: SystemTime,
+    pub path: PathBuf,
+    pub error: Option<String>,
+    pub flags: BTreeMap<String, FlagView>,
+}
+
 /// The live feature flags.
 #[derive(Debug)]
 pub struct Flags {
@@ -163,6 +175,22 @@ impl Flags {
             return false;
         };
         def.enabled && rollout::rolled_out(flag, def.rollout_percent, key)
+    }
+
+    /// The flags as served now, for `getFlags` and for the CLI when no sidecar runs.
+    pub fn report(&self) -> FlagsReport {
+        let snapshot = self.snapshot();
+        FlagsReport {
+            version: snapshot
+                .file
+                .as_ref()
+                .and_then(|f| f.meta.as_ref())
+                .and_then(|m| m.version.clone()),
+            loaded_at: snapshot.loaded_at,
+            path: self.path().to_path_buf(),
+            error: snapshot.error.clone(),
+            flags: self.views(&snapshot),
+        }
     }
 
     /// Every flag the file names or the environment overrides, as served.

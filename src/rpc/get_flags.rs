@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::Engine;
-use crate::flags::{FlagView, Flags};
+use crate::flags::{FlagView, FlagsReport};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,25 +49,21 @@ impl From<FlagView> for FlagState {
 }
 
 pub fn handle(engine: &Engine, _params: Params) -> FlagsAnswer {
-    answer(&engine.flags)
+    engine.flags.report().into()
 }
 
-/// The answer for `flags`, shared with `guidebook flags list` when no sidecar runs.
-pub fn answer(flags: &Flags) -> FlagsAnswer {
-    let snapshot = flags.snapshot();
-    FlagsAnswer {
-        version: snapshot
-            .file
-            .as_ref()
-            .and_then(|f| f.meta.as_ref())
-            .and_then(|m| m.version.clone()),
-        loaded_at: crate::time::rfc3339(snapshot.loaded_at),
-        path: flags.path().display().to_string(),
-        error: snapshot.error.clone(),
-        flags: flags
-            .views(&snapshot)
-            .into_iter()
-            .map(|(k, v)| (k, v.into()))
-            .collect(),
+impl From<FlagsReport> for FlagsAnswer {
+    fn from(report: FlagsReport) -> Self {
+        FlagsAnswer {
+            version: report.version,
+            loaded_at: crate::time::rfc3339(report.loaded_at),
+            path: report.path.display().to_string(),
+            error: report.error,
+            flags: report
+                .flags
+                .into_iter()
+                .map(|(k, v)| (k, v.into()))
+                .collect(),
+        }
     }
 }

@@ -324,3 +324,66 @@ fn headings_get_githubs_anchors() {
         "issue-12-the--05-ms-search-and-the-16-under-load-2026-12-05-night"
     );
 }
+
+/// The names one `rpc::` path in `text` takes from the RPC layer: `rpc::m::Name` or
+/// `rpc::m::{A, B}` give their last segments.
+fn rpc_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for (at, _) in text.match_indices("rpc::") {
+        let rest = &text[at + "rpc::".len()..];
+        let path: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '{' | '}' | ',' | ' '))
+            .collect();
+        let path = path.split(';').next().unwrap_or_default();
+        let inner = match (path.find('{'), path.find('}')) {
+            (Some(open), Some(close)) if open < close => path[open + 1..close].to_string(),
+            _ => path
+                .split([' ', ','])
+                .next()
+                .unwrap_or_default()
+                .rsplit("::")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        };
+        names.extend(
+            inner
+                .split(',')
+                .map(|n| n.trim().rsplit("::").next().unwrap_or_default().to_string())
+                .filter(|n| !n.is_empty()),
+        );
+    }
+    names
+}
+
+/// The CLI never calls an RPC handler: it asks the sidecar, or calls the domain when none runs.
+/// From `rpc` it takes only wire types (capitalised names), never a function or `self`.
+#[test]
+fn the_cli_takes_only_wire_types_from_the_rpc_layer() {
+    let mut found = Vec::new();
+    for file in repository_files(&["rs"]) {
+        let rel = relative(&file);
+        if !rel.starts_with("src/cli/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in rpc_names(&text) {
+            if !name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                found.push(format!("{rel}: rpc::…{name}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the CLI calls into the RPC layer: {found:?}"
+    );
+    assert_eq!(
+        rpc_names("use crate::rpc::get_flags::{self, FlagState};\nget_flags::answer(x)"),
+        ["self", "FlagState"]
+    );
+    assert_eq!(
+        rpc_names("let a = crate::rpc::status::handle(e, p);"),
+        ["handle"]
+    );
+}
