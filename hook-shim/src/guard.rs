@@ -237,13 +237,20 @@ fn guidebook_control(program: &str, args: &[String]) -> Option<String> {
     Some(control.to_owned())
 }
 
-/// Whether the command stops the sidecar: `pkill`/`killall` naming it, `kill` in a command that
-/// names it, or the service manager stopping it.
+/// Whether the command stops the sidecar: `pkill`/`killall` naming it, `kill` of a pid that
+/// `pgrep`/`pidof` found by its name, or the service manager stopping it.
 fn stops_the_sidecar(program: &str, args: &[String], whole: &str) -> Option<String> {
     let names_us = |s: &str| s.contains("guidebook");
     let stops = match program {
         "pkill" | "killall" => args.iter().any(|a| names_us(a)),
-        "kill" => names_us(whole),
+        // A bare pid says nothing; a pid looked up by our name does.
+        "kill" => segments(whole).iter().any(|segment| {
+            let words = words(segment);
+            strip_wrappers(&words).is_some_and(|(program, args)| {
+                matches!(program.rsplit('/').next(), Some("pgrep" | "pidof"))
+                    && args.iter().any(|a| names_us(a))
+            })
+        }),
         "systemctl" | "launchctl" => {
             args.iter().any(|a| {
                 matches!(
@@ -437,6 +444,8 @@ mod tests {
             "jq . /srv/flags/feature_flags.json > /tmp/flags.json",
             "cat /home/u/.adaptive-guidebook-old/x > /home/u/y",
             "echo apply_patch",
+            "cd /home/u/src/guidebook-site && kill %1",
+            "pkill -f vite",
         ] {
             assert!(!denied(command), "{command}");
         }
@@ -461,6 +470,7 @@ mod tests {
             "pkill -f 'guidebook serve'",
             "kill $(pgrep -f guidebook)",
             "systemctl --user stop guidebook.service",
+            "kill -9 `pidof guidebook`",
         ] {
             assert!(denied(command), "{command}");
         }
