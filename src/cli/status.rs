@@ -76,9 +76,10 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
     } else {
         println!("errors      {count}");
         for e in &s.guidebook.errors {
-            match e.line {
-                Some(l) => println!("  {}:{}: {}", e.path, l, e.message),
-                None => println!("  {}: {}", e.path, e.message),
+            match (e.line, e.column) {
+                (Some(l), Some(c)) => println!("  {}:{l}:{c}: {}", e.path, e.message),
+                (Some(l), None) => println!("  {}:{l}: {}", e.path, e.message),
+                _ => println!("  {}: {}", e.path, e.message),
             }
         }
         if let Some(line) = flags_error {

@@ -44,6 +44,9 @@ pub struct GuidebookStatus {
 pub struct FileError {
     pub path: String,
     pub line: Option<usize>,
+    /// 1-based, in characters, when known (YAML syntax errors, a tab in the indentation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
     pub message: String,
 }
 
@@ -80,6 +83,7 @@ pub fn handle(engine: &Engine, _params: Params) -> Status {
                 .map(|e| FileError {
                     path: e.path.display().to_string(),
                     line: e.line,
+                    column: e.column,
                     message: e.message.clone(),
                 })
                 .collect(),

@@ -54,9 +54,16 @@ fn a_broken_guideline_keeps_serving_its_last_good_version_until_fixed_without_re
     let reported = &errors(&status)[0];
     assert_eq!(reported["path"], guideline.display().to_string());
     assert_eq!(reported["line"], 5);
+    assert_eq!(reported["column"], 9, "{reported}");
     assert!(
         reported["message"].as_str().unwrap().contains("regex"),
         "{reported}"
+    );
+    let text = sidecar.cli(&["status"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("{}:5:9: ", guideline.display())),
+        "status names file, line and column: {text}"
     );
     assert_eq!(
         status["guidebook"]["guidelines"], 1,
