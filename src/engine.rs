@@ -461,6 +461,23 @@ impl Engine {
     }
 }
 
+/// An engine for unit tests: everything under `dir` (guidebook root `dir/guidebook`, the
+/// database, the socket path, the home), nothing from the test's environment.
+#[cfg(test)]
+pub(crate) fn test_engine(dir: &Path) -> Engine {
+    let overrides = crate::config::Overrides {
+        guidebook_root: Some(dir.join("guidebook")),
+        db: Some(dir.join("t.db")),
+        socket: Some(dir.join("t.sock")),
+        ..Default::default()
+    };
+    let settings = Settings::resolve_with(&overrides, |k| {
+        (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.join("home").into_os_string())
+    })
+    .unwrap();
+    Engine::open(settings).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,8 +502,6 @@ mod tests {
         assert_eq!(engine.helpers_wanted(7), alone);
     }
 
-    /// Files spread over the free cores come back in the order asked, a repeated path with
-    /// its first evaluation, each as it is when evaluated alone.
     /// An engine on a one-guideline guidebook (`needle(`) and 7 files, every third matching.
     fn engine_and_files(dir: &Path) -> (Engine, Vec<String>) {
         let root = dir.join("guidebook");
@@ -496,17 +511,7 @@ mod tests {
             "id: g\nmatch:\n  any:\n    - regex:\n        pattern: 'needle\\('\ncontent: c\n",
         )
         .unwrap();
-        let overrides = crate::config::Overrides {
-            guidebook_root: Some(root),
-            db: Some(dir.join("t.db")),
-            socket: Some(dir.join("t.sock")),
-            ..Default::default()
-        };
-        let settings = Settings::resolve_with(&overrides, |k| {
-            (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.join("home").into_os_string())
-        })
-        .unwrap();
-        let engine = Engine::open(settings).unwrap();
+        let engine = super::test_engine(dir);
         let paths: Vec<String> = (0..7)
             .map(|i| {
                 let p = dir.join(format!("f{i}.kt"));
@@ -522,6 +527,8 @@ mod tests {
         (engine, paths)
     }
 
+    /// Files spread over the free cores come back in the order asked, a repeated path with
+    /// its first evaluation, each as it is when evaluated alone.
     #[test]
     fn files_shared_between_cores_come_back_in_order() {
         let dir = tempfile::tempdir().unwrap();

@@ -46,17 +46,7 @@ mod tests {
     #[test]
     fn explain_is_bounded_by_its_deadline() {
         let dir = tempfile::tempdir().unwrap();
-        let overrides = crate::config::Overrides {
-            guidebook_root: Some(dir.path().join("guidebook")),
-            db: Some(dir.path().join("t.db")),
-            socket: Some(dir.path().join("t.sock")),
-            ..Default::default()
-        };
-        let settings = crate::config::Settings::resolve_with(&overrides, |k| {
-            (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.path().join("home").into_os_string())
-        })
-        .unwrap();
-        let engine = Engine::open(settings).unwrap();
+        let engine = crate::engine::test_engine(dir.path());
         let file = dir.path().join("a.py");
         std::fs::write(&file, "x = 1\n").unwrap();
         let params = || Params {

@@ -382,17 +382,7 @@ mod tests {
     #[test]
     fn a_call_is_counted_while_it_runs() {
         let dir = tempfile::tempdir().unwrap();
-        let overrides = crate::config::Overrides {
-            guidebook_root: Some(dir.path().join("guidebook")),
-            db: Some(dir.path().join("t.db")),
-            socket: Some(dir.path().join("t.sock")),
-            ..Default::default()
-        };
-        let settings = crate::config::Settings::resolve_with(&overrides, |k| {
-            (k == "ADAPTIVE_GUIDEBOOK_HOME").then(|| dir.path().join("home").into_os_string())
-        })
-        .unwrap();
-        let engine = Arc::new(Engine::open(settings).unwrap());
+        let engine = Arc::new(crate::engine::test_engine(dir.path()));
         let mut m = RpcModule::from_arc(engine.clone());
         blocking(&mut m, "test/calls", |e, _: serde_json::Value, _| {
             Ok(e.calls.count())
