@@ -48,29 +48,19 @@ pub struct InFlight(Arc<AtomicUsize>);
 #[derive(Debug)]
 pub struct Call {
     count: Arc<AtomicUsize>,
-    alone: bool,
 }
 
 impl InFlight {
     pub fn enter(&self) -> Call {
-        let before = self.0.fetch_add(1, Ordering::Relaxed);
+        self.0.fetch_add(1, Ordering::Relaxed);
         Call {
             count: self.0.clone(),
-            alone: before == 0,
         }
     }
 
     /// Calls in flight now, the asker's own included if it is one.
     pub fn count(&self) -> usize {
         self.0.load(Ordering::Relaxed)
-    }
-}
-
-impl Call {
-    /// Whether no other call was in flight when this one entered. Of calls that overlap in
-    /// time, at most one entered alone: each counts itself before it looks.
-    pub fn entered_alone(&self) -> bool {
-        self.alone
     }
 }
 
@@ -525,14 +515,12 @@ mod tests {
         let a = calls.enter();
         let b = calls.enter();
         assert_eq!(calls.count(), 2);
-        assert!(a.entered_alone() && !b.entered_alone());
         drop(a);
         assert_eq!(calls.count(), 1);
         let c = calls.enter();
-        assert!(!c.entered_alone(), "b is still in flight");
+        assert_eq!(calls.count(), 2, "b is still in flight");
         drop((b, c));
         assert_eq!(calls.count(), 0);
-        assert!(calls.enter().entered_alone());
     }
 
     #[test]

@@ -98,7 +98,7 @@ fn blocking<P, R>(
         let received = Instant::now();
         // Counted while it waits and runs (see `Engine::calls`).
         let call = e.calls.enter();
-        off_the_reactor(call.entered_alone(), move || {
+        off_the_reactor(move || {
             let _call = call;
             parse(&p)
                 .and_then(|p| handle(&e, p, received))
@@ -113,22 +113,18 @@ fn blocking<P, R>(
 ///
 /// On the daemon's multi-threaded runtime it runs on the thread that read the request, never
 /// handed to another thread and back (which after an idle pause cost two wake-ups, about a
-/// tenth of a millisecond of every call):
-/// - a call that entered `alone` (no other call in flight, see `parallel::Call`) simply runs
-///   there, blocking its worker: the runtime's other workers go on accepting and serving, and
-///   every call that overlaps it takes the next branch, so at most one worker is ever blocked
-///   this way. That saves the hand-off below, whose wake-up of a blocking-pool thread was
-///   measured at 5–6 % of a search's round trip;
-/// - any other call runs under `block_in_place`: the runtime hands this thread's other tasks
-///   to a fresh worker first, so that however many calls block, the runtime still serves.
+/// tenth of a millisecond of every call), under `block_in_place`: the runtime first hands this
+/// worker's other tasks to another thread, so that however many calls block, the runtime still
+/// serves.
 ///
-/// On the first branch the thread is still the runtime's: tokio's own blocking calls
-/// (`blocking_recv`, `Handle::block_on`) panic there, so handlers make none (they wait on std
-/// primitives). With a single worker every call takes the second branch; on a single-threaded runtime
-/// (which has no `block_in_place`) `f` goes to the blocking pool. A panic in `f` is a bug; the
-/// caller gets an internal error, the daemon goes on.
+/// Every call takes that path, also one that has the daemon to itself. Running such a call
+/// straight on its worker (saving the hand-off, 5–6 % of a search's round trip) hung the whole
+/// daemon when the call waited on a database lock: a task the worker had just spawned (a new
+/// connection's, the accept loop's) waits in the worker's LIFO slot, which no other worker
+/// steals, so nothing was accepted or answered until the lock was released. On a
+/// single-threaded runtime (which has no `block_in_place`) `f` goes to the blocking pool. A
+/// panic in `f` is a bug; the caller gets an internal error, the daemon goes on.
 async fn off_the_reactor<R: Send + 'static>(
-    alone: bool,
     f: impl FnOnce() -> Result<R, ErrorObjectOwned> + Send + 'static,
 ) -> Result<R, ErrorObjectOwned> {
     fn run<R>(f: impl FnOnce() -> Result<R, ErrorObjectOwned>) -> Result<R, ErrorObjectOwned> {
@@ -137,11 +133,6 @@ async fn off_the_reactor<R: Send + 'static>(
     }
     let handle = tokio::runtime::Handle::current();
     match handle.runtime_flavor() {
-        tokio::runtime::RuntimeFlavor::MultiThread
-            if alone && handle.metrics().num_workers() > 1 =>
-        {
-            run(f)
-        }
         tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(|| run(f)),
         _ => tokio::task::spawn_blocking(f)
             .await
@@ -237,91 +228,91 @@ mod tests {
             .worker_threads(2)
             .build()
             .unwrap();
-        for alone in [true, false] {
-            let (received, ran) = runtime.block_on(async {
-                tokio::spawn(async move {
-                    let received = thread();
-                    let ran = off_the_reactor(alone, || Ok(thread())).await.unwrap();
-                    (received, ran)
-                })
+        let (received, ran) = runtime.block_on(async {
+            tokio::spawn(async move {
+                let received = thread();
+                let ran = off_the_reactor(|| Ok(thread())).await.unwrap();
+                (received, ran)
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(received, ran, "handed to another thread");
+        // Meanwhile the runtime goes on serving other tasks.
+        let served = runtime.block_on(async {
+            // A std channel: handlers wait on std primitives.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let blocked = tokio::spawn(off_the_reactor(move || {
+                let answer: Result<u8, _> = rx
+                    .recv()
+                    .map_err(|_| ErrorObjectOwned::from(ErrorCode::InternalError));
+                answer
+            }));
+            // This task needs a worker while the other one blocks its thread.
+            tokio::spawn(async move { tx.send(7).unwrap() })
                 .await
-                .unwrap()
-            });
-            assert_eq!(received, ran, "handed to another thread (alone: {alone})");
-            // Meanwhile the runtime goes on serving other tasks.
-            let served = runtime.block_on(async {
-                // A std channel: tokio's own blocking calls are refused on a worker (see
-                // `off_the_reactor`), and handlers make none.
-                let (tx, rx) = std::sync::mpsc::channel();
-                let blocked = tokio::spawn(off_the_reactor(alone, move || {
-                    let answer: Result<u8, _> = rx
-                        .recv()
-                        .map_err(|_| ErrorObjectOwned::from(ErrorCode::InternalError));
-                    answer
-                }));
-                // This task needs a worker while the other one blocks its thread.
-                tokio::spawn(async move { tx.send(7).unwrap() })
-                    .await
-                    .unwrap();
-                blocked.await.unwrap()
-            });
-            assert_eq!(served.unwrap(), 7);
-        }
+                .unwrap();
+            blocked.await.unwrap()
+        });
+        assert_eq!(served.unwrap(), 7);
     }
 
-    /// A call that has the daemon to itself blocks its worker: no thread is woken, or started,
-    /// to take the worker's place. Any other call hands its worker's tasks to such a thread,
-    /// so that however many calls block at once, the runtime still serves: here two blocked
-    /// calls on a runtime of two workers, and a third task that answers them both.
-    #[test]
-    fn only_a_call_alone_blocks_its_worker_and_the_runtime_still_serves() {
-        let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let runtime = {
-            let started = started.clone();
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_time()
-                .on_thread_start(move || {
-                    started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                })
-                .build()
-                .unwrap()
-        };
-        let threads = || started.load(std::sync::atomic::Ordering::SeqCst);
-        // Long enough for a thread handed the worker's tasks to have started.
-        let nap = || -> Result<(), ErrorObjectOwned> {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            Ok(())
-        };
-        // The workers start in the background.
-        let soon = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while threads() < 2 && std::time::Instant::now() < soon {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        let workers = threads();
-        assert_eq!(workers, 2, "the workers started");
-        runtime.block_on(async {
-            tokio::spawn(async move { off_the_reactor(true, nap).await })
-                .await
-                .unwrap()
-                .unwrap()
-        });
-        assert_eq!(threads(), workers, "only the workers run");
-        runtime.block_on(async {
-            tokio::spawn(async move { off_the_reactor(false, nap).await })
-                .await
-                .unwrap()
-                .unwrap()
-        });
-        assert!(
-            threads() > workers,
-            "a thread took the blocked worker's place"
-        );
+    /// Runs `work` on its own thread and waits at most 20 s for its answer: a runtime that
+    /// stopped serving leaves that thread blocked, and the test fails instead of hanging.
+    fn within_20s<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
         let (done, finished) = std::sync::mpsc::channel();
-        let runtime = Arc::new(runtime);
-        let serving = runtime.clone();
         std::thread::spawn(move || {
-            let answers = serving.block_on(async {
+            let _ = done.send(work());
+        });
+        finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .ok()
+    }
+
+    /// A task the blocking call's worker spawned just before (as the accept loop spawns a new
+    /// connection's task on its own worker) still runs while the call blocks: the daemon does
+    /// not stop accepting while one call waits on a database lock. Runs straight on its worker,
+    /// the call held the task in the worker's LIFO slot, which no other worker steals: this
+    /// hung.
+    #[test]
+    fn a_task_spawned_on_the_blocked_worker_still_runs() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let answer = within_20s(move || {
+            runtime.block_on(async {
+                tokio::spawn(async {
+                    let (tx, rx) = std::sync::mpsc::channel::<u8>();
+                    tokio::spawn(async move { tx.send(3).unwrap() });
+                    off_the_reactor(move || {
+                        rx.recv()
+                            .map_err(|_| ErrorObjectOwned::from(ErrorCode::InternalError))
+                    })
+                    .await
+                })
+                .await
+                .unwrap()
+            })
+        });
+        assert_eq!(
+            answer.map(|a| a.ok()),
+            Some(Some(3)),
+            "the spawned task never ran"
+        );
+    }
+
+    /// However many calls block at once, the runtime still serves: two blocked calls on a
+    /// runtime of two workers, and a third task that answers them both.
+    #[test]
+    fn the_runtime_still_serves_while_every_worker_blocks() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let answers = within_20s(move || {
+            runtime.block_on(async {
                 let (tx1, rx1) = std::sync::mpsc::channel::<u8>();
                 let (tx2, rx2) = std::sync::mpsc::channel::<u8>();
                 let wait = |rx: std::sync::mpsc::Receiver<u8>| {
@@ -330,8 +321,8 @@ mod tests {
                             .map_err(|_| ErrorObjectOwned::from(ErrorCode::InternalError))
                     }
                 };
-                let first = tokio::spawn(off_the_reactor(true, wait(rx1)));
-                let second = tokio::spawn(off_the_reactor(false, wait(rx2)));
+                let first = tokio::spawn(off_the_reactor(wait(rx1)));
+                let second = tokio::spawn(off_the_reactor(wait(rx2)));
                 // Both calls are blocked on their workers' threads before the answer is sent.
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 tokio::spawn(async move {
@@ -344,12 +335,11 @@ mod tests {
                     first.await.unwrap().unwrap(),
                     second.await.unwrap().unwrap(),
                 )
-            });
-            let _ = done.send(answers);
+            })
         });
         assert_eq!(
-            finished.recv_timeout(std::time::Duration::from_secs(20)),
-            Ok((1, 2)),
+            answers,
+            Some((1, 2)),
             "the runtime stopped serving while two calls blocked"
         );
     }
@@ -361,18 +351,14 @@ mod tests {
             .build()
             .unwrap();
         for runtime in [multi, single] {
-            for alone in [true, false] {
-                let answer = runtime.block_on(async move {
-                    tokio::spawn(off_the_reactor(alone, || -> Result<(), _> {
-                        panic!("a bug")
-                    }))
+            let answer = runtime.block_on(async move {
+                tokio::spawn(off_the_reactor(|| -> Result<(), _> { panic!("a bug") }))
                     .await
                     .unwrap()
-                });
-                assert_eq!(answer.unwrap_err().code(), ErrorCode::InternalError.code());
-            }
+            });
+            assert_eq!(answer.unwrap_err().code(), ErrorCode::InternalError.code());
             // And a handler that does not panic is answered, off the reactor there too.
-            let ok = runtime.block_on(off_the_reactor(true, || Ok(5)));
+            let ok = runtime.block_on(off_the_reactor(|| Ok(5)));
             assert_eq!(ok.unwrap(), 5);
         }
     }
