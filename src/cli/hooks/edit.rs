@@ -598,7 +598,7 @@ impl GroupsEdit<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::codex_toml::install_codex_mcp_server;
+    use super::super::codex_toml::{install_codex_mcp_server, TableOwner};
     use super::*;
 
     const CMD: &str = "/opt/bin/guidebook-hook";
@@ -1079,9 +1079,13 @@ mod tests {
         );
         let toml = "[mcp_servers.guidebook.env]
 MINE = \"kept\"\nADAPTIVE_GUIDEBOOK_HOME = \"/old\"\n";
-        let edited =
-            super::super::codex_toml::install_codex_mcp_server(toml, "/bin/guidebook", &env)
-                .unwrap();
+        let edited = super::super::codex_toml::install_codex_mcp_server(
+            toml,
+            "/bin/guidebook",
+            &env,
+            super::super::codex_toml::TableOwner::User,
+        )
+        .unwrap();
         let parsed: toml_edit::DocumentMut = edited.parse().unwrap();
         let env_table = &parsed["mcp_servers"]["guidebook"]["env"];
         assert_eq!(env_table["MINE"].as_str(), Some("kept"));
@@ -1115,21 +1119,24 @@ MINE = \"kept\"\nADAPTIVE_GUIDEBOOK_HOME = \"/old\"\n";
         );
 
         let toml = "# keep me\n[mcp_servers.guidebook]\ncommand = \"/old\"\nenv = { A = \"1\" }\n";
-        let edited = install_codex_mcp_server(toml, "/bin/guidebook", &[]).unwrap();
+        let edited =
+            install_codex_mcp_server(toml, "/bin/guidebook", &[], TableOwner::User).unwrap();
         assert_eq!(
             edited,
             "# keep me\n[mcp_servers.guidebook]\ncommand = \"/bin/guidebook\"\nenv = { A = \"1\" }\nargs = [\"mcp\"]\n"
         );
         assert_eq!(
-            install_codex_mcp_server(&edited, "/bin/guidebook", &[]).unwrap(),
+            install_codex_mcp_server(&edited, "/bin/guidebook", &[], TableOwner::User).unwrap(),
             edited
         );
-        assert!(install_codex_mcp_server("a = [", "/g", &[])
-            .unwrap_err()
-            .to_string()
-            .starts_with("not valid TOML"));
+        assert!(
+            install_codex_mcp_server("a = [", "/g", &[], TableOwner::User)
+                .unwrap_err()
+                .to_string()
+                .starts_with("not valid TOML")
+        );
         assert_eq!(
-            install_codex_mcp_server("mcp_servers = 1\n", "/g", &[])
+            install_codex_mcp_server("mcp_servers = 1\n", "/g", &[], TableOwner::User)
                 .unwrap_err()
                 .to_string(),
             "`mcp_servers` is not a table"

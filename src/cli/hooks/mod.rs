@@ -36,7 +36,7 @@ mod files;
 mod host;
 mod json_tree;
 
-pub use codex_toml::install_codex_mcp_server;
+pub use codex_toml::{install_codex_mcp_server, TableOwner};
 pub use edit::{install_mcp_server, installed};
 use edit::{install_placed, uninstall_from, Placed};
 use files::{FileError, Located, Scope, Snapshot};
@@ -203,9 +203,15 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
             let command = mcp_server_command()?;
             let env = mcp_server_env();
             let server = plan.open(host, &server_path, &scope)?;
+            // In a project, our entry is rewritten whole: a key the repository put on it would
+            // shape the server that the `mcp_tool` hooks (trusted, with `--trust`) call.
+            let owner = match &scope {
+                Scope::Project(_) => TableOwner::Project,
+                Scope::User => TableOwner::User,
+            };
             plan.edit(server, "MCP server `guidebook` set in", |original| {
                 match host {
-                    Host::Codex => install_codex_mcp_server(original, &command, &env),
+                    Host::Codex => install_codex_mcp_server(original, &command, &env, owner),
                     Host::Claude | Host::Gemini => install_mcp_server(original, &command, &env),
                 }
                 .map(|t| (t, ()))
