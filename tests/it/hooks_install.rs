@@ -921,3 +921,51 @@ fn a_projects_mcp_server_entry_of_ours_keeps_none_of_the_repositorys_keys() {
         serde_json::json!({"type": "stdio", "command": exe, "args": ["mcp"]})
     );
 }
+
+/// Backups planted with a stamp in the future would outrank every real one: the backup this
+/// run wrote (the one the output names) must survive, and the planted files are neither
+/// counted nor removed.
+#[test]
+fn planted_future_backups_never_prune_the_one_just_written() {
+    let home = Home::new();
+    let repo = home.path().join("repo");
+    let settings = repo.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{\"model\": \"opus\"}\n").unwrap();
+    let planted: Vec<PathBuf> = (1..=5)
+        .map(|day| {
+            let path = repo.join(format!(
+                ".claude/settings.json.guidebook-2099010{day}T000000Z.bak"
+            ));
+            std::fs::write(&path, "planted").unwrap();
+            path
+        })
+        .collect();
+    let repo_arg = repo.display().to_string();
+    let out = guidebook(
+        home.path(),
+        &[
+            "hooks",
+            "install",
+            "--claude",
+            "--project",
+            &repo_arg,
+            "--hook-command",
+            "/opt/bin/guidebook-hook",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let named = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("previous version: "))
+        .unwrap_or_else(|| panic!("no backup named: {stdout}"));
+    assert_eq!(
+        std::fs::read_to_string(named).unwrap_or_else(|e| panic!("{named}: {e}")),
+        "{\"model\": \"opus\"}\n"
+    );
+    for path in &planted {
+        assert!(path.is_file(), "{}", path.display());
+    }
+    assert_eq!(backups_of(&settings).len(), 6);
+}

@@ -10,7 +10,8 @@
 //!
 //! Every file this module creates is created new (`O_CREAT|O_EXCL|O_NOFOLLOW`): the temp file
 //! renamed over the target, and the backup, `<name>.guidebook-<UTC time>[-N].bak`, of which
-//! the [`KEEP_BACKUPS`] newest are kept; older backups of ours are removed, nothing else is.
+//! the [`KEEP_BACKUPS`] newest are kept (the one just written always among them; one stamped
+//! in the future is not ours); older backups of ours are removed, nothing else is.
 //! What remains possible is a race with a process of the same user changing the directories
 //! between our check and our write: that process could write those files itself.
 
@@ -255,7 +256,12 @@ pub fn write(
         let _ = std::fs::remove_file(&temp);
         return Err(FileError::io("writing", path, e));
     }
-    prune_backups(&dir, &name);
+    prune_backups(
+        &dir,
+        &name,
+        backup.as_deref(),
+        &backup_stamp(std::time::SystemTime::now()),
+    );
     Ok(backup)
 }
 
@@ -327,22 +333,29 @@ fn backup_order(name: &str, file: &str) -> Option<(String, u32)> {
 }
 
 /// Removes all but the [`KEEP_BACKUPS`] newest of our backups of `name` in `dir`: regular
-/// files named as ours only. A failure leaves a backup too many, which is no harm.
-fn prune_backups(dir: &Path, name: &str) {
+/// files named as ours only. `written`, the backup this run just made, is never removed and
+/// counts as the newest; a backup stamped later than `now` is nobody's of ours (a planted
+/// `…-20990101T000000Z.bak` would otherwise outrank every real one), so it is neither counted
+/// nor removed. A failure leaves a backup too many, which is no harm.
+fn prune_backups(dir: &Path, name: &str, written: Option<&Path>, now: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut ours: Vec<((String, u32), PathBuf)> = entries
+    let mut older: Vec<((String, u32), PathBuf)> = entries
         .filter_map(Result::ok)
         .filter_map(|entry| {
             let file = entry.file_name().into_string().ok()?;
             let order = backup_order(name, &file)?;
+            if order.0.as_str() > now || written.is_some_and(|w| w == entry.path()) {
+                return None;
+            }
             let meta = std::fs::symlink_metadata(entry.path()).ok()?;
             meta.file_type().is_file().then(|| (order, entry.path()))
         })
         .collect();
-    ours.sort_by(|a, b| b.0.cmp(&a.0));
-    for (_, old) in ours.into_iter().skip(KEEP_BACKUPS) {
+    older.sort_by(|a, b| b.0.cmp(&a.0));
+    let keep = KEEP_BACKUPS.saturating_sub(usize::from(written.is_some()));
+    for (_, old) in older.into_iter().skip(keep) {
         let _ = std::fs::remove_file(old);
     }
 }
@@ -496,6 +509,51 @@ mod tests {
             Some(("20261205T233501Z".into(), 12))
         );
         assert_eq!(backup_order("s", "s.guidebook-20261205T233501Z-.bak"), None);
+    }
+
+    #[test]
+    fn the_backup_just_written_is_kept_and_future_ones_are_not_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = dir.path().join("settings.json");
+        std::fs::write(&settings, "0").unwrap();
+        let future: Vec<PathBuf> = (1..=5)
+            .map(|i| {
+                let path = dir
+                    .path()
+                    .join(format!("settings.json.guidebook-2099010{i}T000000Z.bak"));
+                std::fs::write(&path, "planted").unwrap();
+                path
+            })
+            .collect();
+        let located = user(&settings);
+        let backup = write(&located, "1", &read(&located).unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), "0");
+        assert!(future.iter().all(|p| p.exists()), "never removed");
+
+        // Not counted either: the two just written and the three newest older ones stay.
+        for i in 1..=5 {
+            std::fs::write(
+                dir.path()
+                    .join(format!("settings.json.guidebook-2020010{i}T000000Z.bak")),
+                "old",
+            )
+            .unwrap();
+        }
+        let newer = write(&located, "2", &read(&located).unwrap())
+            .unwrap()
+            .unwrap();
+        assert!(newer.exists() && backup.exists());
+        let old_kept = (1..=5)
+            .map(|i| {
+                dir.path()
+                    .join(format!("settings.json.guidebook-2020010{i}T000000Z.bak"))
+                    .exists()
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(old_kept, [false, false, true, true, true]);
+        assert!(future.iter().all(|p| p.exists()));
     }
 
     #[test]
