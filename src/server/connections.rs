@@ -8,11 +8,17 @@
 //! waited longest without a request, so a legitimate call stays fast however many idle ones a
 //! misbehaving client holds; only when every open connection is busy with a request is the new
 //! one refused.
+//!
+//! Busy means *handled*: the request's body has all arrived and its method runs. A request whose
+//! head has arrived but whose body has not is only waiting on its client, which could hold it
+//! there by declaring a length and never sending it; such a connection is closed to make room
+//! like an idle one (before any idle one), so that holding every connection in that state does
+//! not keep a new call out. Our clients send a request's body in the same write as its head.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -44,8 +50,10 @@ struct Table {
 /// One connection's state, shared by the table and the connection's own task.
 #[derive(Debug)]
 struct State {
-    /// Requests being answered on it now.
+    /// Requests on it from the moment their head arrived until they are answered.
     in_flight: AtomicUsize,
+    /// Those of them being handled: their body has all arrived (see [`BodyArrived`]).
+    handling: AtomicUsize,
     /// When it last became idle (accepted, or its last answer done), in ms since the epoch.
     idle_since: AtomicU64,
     /// Set once it has been told to close.
@@ -81,17 +89,21 @@ impl Connections {
         self.table().open.len()
     }
 
-    /// Takes a place for a new connection. At the cap, the connection that has been idle the
-    /// longest is told to close to make room; when every one is answering a request, `None`:
-    /// the new connection is to be refused.
+    /// Takes a place for a new connection. At the cap, one connection that is handling no
+    /// request is told to close to make room: one still waiting for a request's body if there
+    /// is any, else the one idle the longest (the oldest first among the waiting ones too).
+    /// When every one is handling a request, `None`: the new connection is to be refused.
     pub fn admit(self: &Arc<Self>) -> Option<Slot> {
         let mut table = self.table();
         if table.open.len() >= self.cap {
             let oldest_idle = table
                 .open
                 .iter()
-                .filter(|(_, s)| s.in_flight.load(Ordering::Acquire) == 0)
-                .min_by_key(|(id, s)| (s.idle_since.load(Ordering::Acquire), **id))
+                .filter(|(_, s)| s.handling.load(Ordering::Acquire) == 0)
+                .min_by_key(|(id, s)| {
+                    let idle = s.in_flight.load(Ordering::Acquire) == 0;
+                    (idle, s.idle_since.load(Ordering::Acquire), **id)
+                })
                 .map(|(id, _)| *id)?;
             if let Some(state) = table.open.remove(&oldest_idle) {
                 state.close();
@@ -101,6 +113,7 @@ impl Connections {
         table.next_id += 1;
         let state = Arc::new(State {
             in_flight: AtomicUsize::new(0),
+            handling: AtomicUsize::new(0),
             idle_since: AtomicU64::new(self.now_ms()),
             closed: AtomicBool::new(false),
             wake: Notify::new(),
@@ -136,11 +149,18 @@ impl Drop for Slot {
 }
 
 impl Slot {
-    /// Marks a request as being answered on this connection until the guard is dropped: a
-    /// connection with a request in flight is never idle, so never pushed out or timed out.
+    /// Marks a request as in flight on this connection until the guard is dropped: a
+    /// connection with a request in flight is never idle, so never timed out (its body has a
+    /// deadline of its own). It is pushed out to make room until [`BodyArrived::now`] is called.
     fn busy(self: &Arc<Self>) -> Busy {
         self.state.in_flight.fetch_add(1, Ordering::AcqRel);
-        Busy { slot: self.clone() }
+        Busy {
+            slot: self.clone(),
+            arrival: BodyArrived(Arc::new(Arrival {
+                state: self.state.clone(),
+                phase: AtomicU8::new(READING),
+            })),
+        }
     }
 
     /// Resolves once this connection should close: it was pushed out to make room for a new
@@ -175,15 +195,53 @@ impl Slot {
         }
     }
 
-    /// Resolves once this connection was told to close more than [`CLOSE_GRACE`] ago and has
-    /// no request in flight: what is left of it is a client that never finished its request.
+    /// Resolves once this connection was told to close more than [`CLOSE_GRACE`] ago and is
+    /// handling no request: what is left of it is a client that never finished its request
+    /// (its head, or its body).
     pub async fn abandoned(&self) {
         self.closing().await;
         loop {
             tokio::time::sleep(CLOSE_GRACE).await;
-            if self.state.in_flight.load(Ordering::Acquire) == 0 {
+            if self.state.handling.load(Ordering::Acquire) == 0 {
                 return;
             }
+        }
+    }
+}
+
+/// A request whose body has not all arrived yet.
+const READING: u8 = 0;
+/// A request being handled.
+const HANDLING: u8 = 1;
+/// A request answered (or given up on).
+const DONE: u8 = 2;
+
+#[derive(Debug)]
+struct Arrival {
+    state: Arc<State>,
+    phase: AtomicU8,
+}
+
+/// Put in a request's extensions by [`Tracked`], for the service inside to say when the
+/// request's body has all arrived: from then on the request is being handled, and its
+/// connection is no longer pushed out to make room.
+#[derive(Debug, Clone)]
+pub struct BodyArrived(Arc<Arrival>);
+
+impl BodyArrived {
+    /// The body has all arrived (or is not going to be read): the request is being handled.
+    /// Calls after the first, or once the request was answered, do nothing.
+    pub fn now(&self) {
+        let handling = &self.0.state.handling;
+        // Counted before the phase changes, so that the count never goes below zero even were
+        // the request answered at the same moment on another thread.
+        handling.fetch_add(1, Ordering::AcqRel);
+        let moved =
+            self.0
+                .phase
+                .compare_exchange(READING, HANDLING, Ordering::AcqRel, Ordering::Acquire);
+        if moved.is_err() {
+            handling.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
@@ -192,11 +250,15 @@ impl Slot {
 /// it was the last.
 struct Busy {
     slot: Arc<Slot>,
+    arrival: BodyArrived,
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
         let state = &self.slot.state;
+        if self.arrival.0.phase.swap(DONE, Ordering::AcqRel) == HANDLING {
+            state.handling.fetch_sub(1, Ordering::AcqRel);
+        }
         state
             .idle_since
             .store(self.slot.table.now_ms(), Ordering::Release);
@@ -206,16 +268,18 @@ impl Drop for Busy {
     }
 }
 
-/// The tower service that marks its connection busy while a request is answered.
+/// The tower service that marks a request in flight on its connection until it is answered.
+/// The service inside says when its body has arrived, through the [`BodyArrived`] in its
+/// extensions; until then the request does not keep its connection from being pushed out.
 #[derive(Clone)]
 pub struct Tracked<S> {
     pub inner: S,
     pub slot: Arc<Slot>,
 }
 
-impl<S, R> tower::Service<R> for Tracked<S>
+impl<S, B> tower::Service<http::Request<B>> for Tracked<S>
 where
-    S: tower::Service<R>,
+    S: tower::Service<http::Request<B>>,
     S::Future: Send + 'static,
     S::Response: 'static,
     S::Error: 'static,
@@ -228,8 +292,9 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: R) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let busy = self.slot.busy();
+        request.extensions_mut().insert(busy.arrival.clone());
         let answer = self.inner.call(request);
         Box::pin(async move {
             let answer = answer.await;
@@ -252,6 +317,13 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 
+    /// A request on `slot` whose body has arrived: being handled.
+    fn handled(slot: &Arc<Slot>) -> Busy {
+        let busy = slot.busy();
+        busy.arrival.now();
+        busy
+    }
+
     #[tokio::test]
     async fn at_the_cap_the_oldest_idle_connection_makes_room() {
         let table = Connections::new(3, Duration::from_secs(3600));
@@ -262,7 +334,7 @@ mod tests {
         let c = Arc::new(table.admit().unwrap());
         tick().await;
         // The oldest is answering a request: `b`, idle the longest, is pushed out.
-        let a_busy = a.busy();
+        let a_busy = handled(&a);
         let d = Arc::new(table.admit().unwrap());
         assert!(closed(&b) && !closed(&a) && !closed(&c));
         assert_eq!(table.len(), 3);
@@ -272,7 +344,7 @@ mod tests {
         let e = Arc::new(table.admit().unwrap());
         assert!(closed(&c) && !closed(&a) && !closed(&d));
         // Every open connection busy: a new one is refused, and nobody is pushed out.
-        let _busy = [a.busy(), d.busy(), e.busy()];
+        let _busy = [handled(&a), handled(&d), handled(&e)];
         assert!(table.admit().is_none());
         assert!(!closed(&a) && !closed(&d) && !closed(&e));
         assert_eq!(table.len(), 3);
@@ -280,6 +352,56 @@ mod tests {
         drop(_busy);
         drop(e);
         assert_eq!(table.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_connection_waiting_for_a_body_makes_room_and_one_handling_a_request_does_not() {
+        let table = Connections::new(3, Duration::from_secs(3600));
+        let a = Arc::new(table.admit().unwrap());
+        tick().await;
+        let b = Arc::new(table.admit().unwrap());
+        tick().await;
+        let c = Arc::new(table.admit().unwrap());
+        // `c` and `b` got a request head and wait for its body; `a`, idle the longest, is kept
+        // while a connection waiting for a body is there to push out, the oldest first.
+        let b_waiting = b.busy();
+        let c_waiting = c.busy();
+        let d = Arc::new(table.admit().unwrap());
+        assert!(closed(&b) && !closed(&a) && !closed(&c));
+        // Its body arrives: `c` is handling its request and stays; `a` makes room.
+        c_waiting.arrival.now();
+        let e = Arc::new(table.admit().unwrap());
+        assert!(closed(&a) && !closed(&c) && !closed(&d));
+        // Every one waiting for a body, none handling: none keeps a new connection out.
+        drop(c_waiting);
+        let _waiting = [c.busy(), d.busy(), e.busy()];
+        let f = Arc::new(table.admit().unwrap());
+        assert!(!closed(&f) && [&c, &d, &e].iter().filter(|s| closed(s)).count() == 1);
+        assert_eq!(table.len(), 3);
+
+        // A connection pushed out while waiting for a body is dropped after the grace; one
+        // pushed out as its body arrived is not while it handles the request.
+        let pushed_out = |slot: Arc<Slot>| tokio::spawn(async move { slot.abandoned().await });
+        let b_abandoned = pushed_out(b.clone());
+        tokio::time::timeout(Duration::from_secs(10), b_abandoned)
+            .await
+            .expect("dropped once the grace is over")
+            .unwrap();
+        drop(b_waiting);
+        let table = Connections::new(1, Duration::from_secs(3600));
+        let g = Arc::new(table.admit().unwrap());
+        let g_waiting = g.busy();
+        let _h = table.admit().unwrap();
+        assert!(closed(&g));
+        g_waiting.arrival.now();
+        let g_abandoned = pushed_out(g.clone());
+        tokio::time::sleep(CLOSE_GRACE * 2).await;
+        assert!(!g_abandoned.is_finished(), "its request is answered first");
+        drop(g_waiting);
+        tokio::time::timeout(Duration::from_secs(10), g_abandoned)
+            .await
+            .expect("dropped once answered")
+            .unwrap();
     }
 
     #[tokio::test]

@@ -23,6 +23,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::connections::BodyArrived;
 use crate::rpc::errors::REQUEST_TOO_LARGE;
 use crate::rpc::{MAX_BATCH_CALLS, MAX_REQUEST_PATHS};
 
@@ -138,9 +139,10 @@ pub struct CheckIds<S> {
     pub inner: S,
     /// Bodies past this are left to jsonrpsee, which refuses them with HTTP 413.
     pub max_body: usize,
-    /// How long the body may take to arrive once the head has. While it is read the request
-    /// counts as in flight, which keeps its connection from being closed as idle: a client
-    /// that sends a head and then trickles its body must not hold the connection forever.
+    /// How long the body may take to arrive once the head has, then HTTP 408. While it is read
+    /// the request counts as in flight, which keeps its connection from being closed as idle:
+    /// a client that sends a head and then trickles its body must not hold the connection for
+    /// long. Our clients send the body in the same write as the head.
     pub body_timeout: std::time::Duration,
 }
 
@@ -175,7 +177,15 @@ where
         let max_body = self.max_body;
         let body_timeout = self.body_timeout;
         Box::pin(async move {
-            let (parts, body) = request.into_parts();
+            let (mut parts, body) = request.into_parts();
+            // Until its body has arrived, the request does not keep its connection from being
+            // closed to make room for a new one (see `connections`).
+            let arrived = parts.extensions.remove::<BodyArrived>();
+            let arrived = || {
+                if let Some(arrived) = &arrived {
+                    arrived.now();
+                }
+            };
             let declared = parts
                 .headers
                 .get(http::header::CONTENT_LENGTH)
@@ -183,7 +193,9 @@ where
             // A body without a declared length (chunked) is read here too: its batch is counted
             // like any other.
             if parts.method != http::Method::POST || declared.is_some_and(|n| n > max_body) {
-                // Not a JSON-RPC call, or one jsonrpsee refuses by its size anyway.
+                // Not a JSON-RPC call, or one jsonrpsee refuses by its size anyway: answered
+                // without reading the body.
+                arrived();
                 return inner
                     .call(http::Request::from_parts(parts, HttpBody::new(body)))
                     .await;
@@ -191,7 +203,10 @@ where
             let collected =
                 tokio::time::timeout(body_timeout, Limited::new(body, max_body).collect()).await;
             let bytes = match collected {
-                Ok(Ok(collected)) => collected.to_bytes(),
+                Ok(Ok(collected)) => {
+                    arrived();
+                    collected.to_bytes()
+                }
                 Ok(Err(_)) => return Ok(json_response(413, String::new())),
                 Err(_) => {
                     let mut response = json_response(408, String::new());

@@ -40,6 +40,22 @@ pub struct Limits {
     pub max_connections: usize,
     /// A connection without a request for this long is closed.
     pub idle_timeout: Duration,
+    /// How long a request's body may take to arrive once its head has; then HTTP 408 (see
+    /// [`body_timeout`]).
+    pub body_timeout: Duration,
+}
+
+/// How long a request's body may take to arrive once its head has. The hook, the CLI and
+/// `guidebook mcp` send the body in the same write as the head, so this is only ever reached by
+/// a client that declares a body and holds it back. Until its body has arrived a request does
+/// not protect its connection from being closed to make room (see `connections`), and this
+/// bounds how long it keeps it open otherwise.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The body timeout for an idle timeout of `idle_timeout`: [`BODY_TIMEOUT`], or the idle
+/// timeout if that is shorter (a body never gets longer than a connection may sit idle).
+pub fn body_timeout(idle_timeout: Duration) -> Duration {
+    BODY_TIMEOUT.min(idle_timeout)
 }
 
 /// The most connections the socket keeps open at once, descriptors permitting (see
@@ -97,7 +113,7 @@ pub async fn run(
             inner: ids::CheckIds {
                 inner: builder.clone().build(methods.clone(), stop_handle.clone()),
                 max_body: limits.max_request_bytes as usize,
-                body_timeout: limits.idle_timeout,
+                body_timeout: limits.body_timeout,
             },
             slot: slot.clone(),
         };
@@ -245,5 +261,14 @@ mod tests {
         // macOS's default soft limit, were it not raised.
         assert_eq!(connection_cap(256), 64);
         assert_eq!(connection_cap(0), 8);
+    }
+
+    #[test]
+    fn a_body_gets_two_seconds_or_the_idle_timeout_if_shorter() {
+        assert_eq!(body_timeout(Duration::from_secs(30)), BODY_TIMEOUT);
+        assert_eq!(
+            body_timeout(Duration::from_millis(200)),
+            Duration::from_millis(200)
+        );
     }
 }

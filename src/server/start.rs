@@ -185,6 +185,7 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
             max_request_bytes: settings.max_request_bytes,
             max_connections: super::connection_cap(nofile),
             idle_timeout: Duration::from_millis(settings.idle_timeout_ms),
+            body_timeout: super::body_timeout(Duration::from_millis(settings.idle_timeout_ms)),
         };
         let module = crate::rpc::module(engine.clone());
         // The accept loop runs on a worker, not on this thread: a connection it spawns then

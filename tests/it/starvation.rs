@@ -189,6 +189,85 @@ fn a_request_body_that_stops_arriving_is_not_waited_on_forever() {
     sidecar.result("status", json!({}));
 }
 
+/// Waits for the daemon to end a connection that sent a head and no body, past the body's
+/// deadline: either it answered HTTP 408, or it closed the connection (pushed out to make room)
+/// without an answer. Fails if the connection is still open after the watchdog.
+fn ended_without_its_body(stream: &mut UnixStream) {
+    stream.set_read_timeout(Some(WATCHDOG)).unwrap();
+    let mut raw = Vec::new();
+    if let Err(e) = stream.read_to_end(&mut raw) {
+        let hung = matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        );
+        assert!(
+            !hung,
+            "a request without its body held its connection past {WATCHDOG:?}"
+        );
+    }
+    let text = String::from_utf8_lossy(&raw);
+    let rest = text
+        .strip_prefix("HTTP/1.1 100 Continue\r\n\r\n")
+        .unwrap_or(&text);
+    assert!(
+        rest.is_empty() || rest.starts_with("HTTP/1.1 408 "),
+        "neither closed nor 408: {text:?}"
+    );
+}
+
+/// A client that sends request heads declaring a body and never sends the body, on as many
+/// connections as the cap and more, does not keep a new call out: a connection whose request
+/// waits for its body is pushed out to make room, and the body has a short deadline of its own.
+#[test]
+fn connections_waiting_for_a_body_do_not_keep_a_new_call_out() {
+    let held_count = CAP + 44;
+    assert!(
+        raise_own_descriptor_limit() > held_count as u64 + 64,
+        "this test needs more descriptors than the daemon's cap"
+    );
+    // An idle timeout far longer than the watchdog: that timeout does not let the calls below
+    // in, and the body's deadline is the short one.
+    let (_config, options) = with_config("idleTimeoutMs: 600000\n");
+    let sidecar = Sidecar::start_with(options);
+    let head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                Content-Length: 100000\r\n";
+    let mut held = Vec::with_capacity(held_count);
+    // The cap's worth, each waiting until the daemon reads its body: `Expect: 100-continue`
+    // has the daemon say so when it starts to (the wait for one would end at its deadline).
+    for _ in 0..CAP {
+        let mut stream = UnixStream::connect(&sidecar.socket).unwrap();
+        write!(stream, "{head}Expect: 100-continue\r\n\r\n").unwrap();
+        stream.set_read_timeout(Some(WATCHDOG)).unwrap();
+        let mut continued = [0u8; 25];
+        stream
+            .read_exact(&mut continued)
+            .expect("the daemon reads the body, within the watchdog");
+        assert_eq!(&continued, b"HTTP/1.1 100 Continue\r\n\r\n");
+        held.push(stream);
+    }
+    // And more, as a client that does not wait.
+    for _ in CAP..held_count {
+        let mut stream = UnixStream::connect(&sidecar.socket).unwrap();
+        write!(stream, "{head}\r\n").unwrap();
+        held.push(stream);
+    }
+    // A normal call gets in and is answered while they are held: the harness's and the CLI's.
+    let status = sidecar.result("status", json!({}));
+    assert!(status["version"].is_string(), "{status}");
+    let out = sidecar.cli(&["status"]);
+    assert!(
+        out.status.success(),
+        "guidebook status: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // None of them is held open for the idle timeout.
+    for stream in &mut held {
+        ended_without_its_body(stream);
+    }
+    sidecar.result("status", json!({}));
+}
+
 /// `guidebook mcp` keeps its connections open between an agent's calls; when the sidecar has
 /// closed one for being idle, the next call goes out on a new one, unnoticed by the agent.
 #[test]
