@@ -17,43 +17,57 @@
 use std::path::{Path, PathBuf};
 
 use crate::event::{EventName, HookEvent, ToolInput};
-use crate::plan::changed_files_of;
+use crate::paths::{resolve, resolve_dir};
 
 /// The places an agent must not change or talk to: the sidecar's home directory, its socket,
-/// database, flags file and config file, each in every spelling a shell command may use.
+/// database, flags file and config file, each in every spelling a shell command may use; and
+/// the places below them it may use freely (the guidebook root, which the user's guidelines
+/// live in and an agent may help author).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Protected {
     /// Absolute paths, normalised, without a trailing slash.
     places: Vec<String>,
-    /// Each place as a command may spell it: absolute, `~/…`, `$HOME/…`, `${HOME}/…`.
-    spellings: Vec<String>,
+    /// Each place as a command may spell it (absolute, `~/…`, `$HOME/…`, `${HOME}/…`), with
+    /// the absolute path it stands for.
+    spellings: Vec<(String, String)>,
     /// File names distinctive enough to be recognised alone (`.adaptive-guidebook`), as a
     /// command run from the home directory would name them.
     names: Vec<String>,
+    /// Places below a protected one that are not protected (the guidebook root).
+    exempt: Vec<String>,
+    /// The user's home, for `~/` in a glob.
+    home: Option<String>,
 }
 
 impl Protected {
     /// The places `paths` (the sidecar's home first, then its socket, database, flags and
     /// config files; relative ones are ignored), spelled also relative to the user's `home`.
     pub fn new(paths: &[PathBuf], home: Option<&Path>) -> Protected {
-        let mut protected = Protected::default();
-        let home = home
-            .and_then(Path::to_str)
-            .filter(|h| h.starts_with('/'))
-            .map(|h| h.trim_end_matches('/').to_owned());
+        let mut protected = Protected {
+            home: home
+                .and_then(Path::to_str)
+                .filter(|h| h.starts_with('/'))
+                .map(|h| h.trim_end_matches('/').to_owned())
+                .filter(|h| !h.is_empty()),
+            ..Protected::default()
+        };
         for path in paths {
-            let Some(path) = path.to_str().filter(|p| p.starts_with('/')) else {
+            let Some(path) = absolute(path) else {
                 continue;
             };
-            let path = crate::paths::resolve_dir(None, path).unwrap_or_else(|| path.to_owned());
-            if path.is_empty() || protected.places.contains(&path) {
+            if protected.places.contains(&path) {
                 continue;
             }
-            protected.spellings.push(path.clone());
-            if let Some(home) = home.as_deref().filter(|h| !h.is_empty()) {
-                if let Some(rest) = path.strip_prefix(home).and_then(|r| r.strip_prefix('/')) {
+            protected.spellings.push((path.clone(), path.clone()));
+            if let Some(home) = &protected.home {
+                if let Some(rest) = path
+                    .strip_prefix(home.as_str())
+                    .and_then(|r| r.strip_prefix('/'))
+                {
                     for prefix in ["~/", "$HOME/", "${HOME}/"] {
-                        protected.spellings.push(format!("{prefix}{rest}"));
+                        protected
+                            .spellings
+                            .push((format!("{prefix}{rest}"), path.clone()));
                     }
                 }
             }
@@ -63,26 +77,101 @@ impl Protected {
             }
             protected.places.push(path);
         }
+        // Longest spellings first, so that a path is read against the most specific one.
+        protected
+            .spellings
+            .sort_by_key(|(spelling, _)| std::cmp::Reverse(spelling.len()));
         protected
     }
 
-    /// Whether `text` names one of the places (or anything below one).
-    fn named_in(&self, text: &str) -> bool {
-        self.spellings
-            .iter()
-            .chain(&self.names)
-            .any(|spelling| mentions(text, spelling))
+    /// The same places, with `exempt` (and everything below it) free to use.
+    pub fn except(mut self, exempt: &[PathBuf]) -> Protected {
+        self.exempt
+            .extend(exempt.iter().filter_map(|p| absolute(p)));
+        self
     }
 
-    /// Whether the absolute `path` is one of the places or below one.
-    fn holds(&self, path: &str) -> bool {
+    /// Whether `text` names one of the places (or anything below one that is not exempt),
+    /// spelled out or by a glob.
+    fn named_in(&self, text: &str) -> bool {
+        let spelled = self.spellings.iter().any(|(spelling, stands_for)| {
+            occurrences(text, spelling).any(|at| {
+                let rest: String = text[at + spelling.len()..]
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && !"'\";|&<>()`,=".contains(*c))
+                    .collect();
+                let path = format!("{stands_for}{rest}");
+                let path = resolve_dir(None, &path).unwrap_or(path);
+                self.holds(&path)
+            })
+        });
+        spelled
+            // A name alone (`rm -rf .adaptive-guidebook` in the home directory); after a `/` it
+            // is part of a path the spellings above have judged.
+            || self.names.iter().any(|name| {
+                occurrences(text, name).any(|at| !text[..at].ends_with('/'))
+            })
+            || words(text).iter().any(|word| self.globbed(word))
+    }
+
+    /// Whether the glob `word` (`~/.adaptive-g*/*.db`) could name a place, something below
+    /// one, or a directory above one.
+    fn globbed(&self, word: &str) -> bool {
+        if !word.contains(['*', '?', '[']) {
+            return false;
+        }
+        let expanded = match (&self.home, word) {
+            (Some(home), w) if w.starts_with("~/") => format!("{home}/{}", &w[2..]),
+            (Some(home), w) if w.starts_with("$HOME/") => format!("{home}/{}", &w[6..]),
+            (Some(home), w) if w.starts_with("${HOME}/") => format!("{home}/{}", &w[8..]),
+            _ => word.to_owned(),
+        };
+        if !expanded.starts_with('/') {
+            return false;
+        }
+        let pattern: Vec<&str> = expanded.split('/').filter(|c| !c.is_empty()).collect();
         self.places.iter().any(|place| {
+            let place: Vec<&str> = place.split('/').filter(|c| !c.is_empty()).collect();
+            pattern
+                .iter()
+                .zip(&place)
+                .all(|(p, c)| glob_component(p.as_bytes(), c.as_bytes()))
+        })
+    }
+
+    /// Whether the absolute `path` is one of the places or below one, and not exempt.
+    fn holds(&self, path: &str) -> bool {
+        let below = |place: &String| {
             path == place
                 || path
                     .strip_prefix(place.as_str())
                     .is_some_and(|rest| rest.starts_with('/'))
-        })
+        };
+        self.places.iter().any(below) && !self.exempt.iter().any(below)
     }
+}
+
+/// `path` absolute and normalised (`..`, `.`, `//` folded, a `/proc/self/root` prefix dropped),
+/// or `None` when it is relative or not UTF-8.
+fn absolute(path: &Path) -> Option<String> {
+    let path = path.to_str().filter(|p| p.starts_with('/'))?;
+    normalised(path)
+}
+
+fn normalised(path: &str) -> Option<String> {
+    let path = resolve_dir(None, path).unwrap_or_else(|| path.to_owned());
+    let path = match path.strip_prefix("/proc/") {
+        Some(rest) => match rest.split_once('/') {
+            Some((_, "root")) => "/".to_owned(),
+            Some((_, after)) => after
+                .strip_prefix("root/")
+                .map(|r| format!("/{r}"))
+                .unwrap_or(path),
+            None => path,
+        },
+        None => path,
+    };
+    (!path.is_empty()).then_some(path)
 }
 
 /// The deny reason for `event` when it would lift a guardrail, else `None`. Only a tool call
@@ -92,20 +181,45 @@ pub fn check(event: &HookEvent, protected: &Protected) -> Option<String> {
         return None;
     }
     let tool = event.tool.as_ref()?;
+    let cwd = event.cwd.as_deref();
     let what = match &tool.input {
         ToolInput::Shell {
             command: Some(command),
             ..
-        } => judge_command(&command.text(), protected)?,
-        ToolInput::Patch(_) | ToolInput::EditFile(_) => {
-            let file = changed_files_of(event)
-                .into_iter()
-                .find(|f| protected.holds(f))?;
-            format!("write the sidecar's own file {file}")
+        } => judge_command(&command.text(), event.command_dir().as_deref(), protected)?,
+        ToolInput::Patch(patches) => patches
+            .iter()
+            .find_map(|patch| patch_writes_into(patch, cwd, protected))?,
+        ToolInput::EditFile(Some(file)) => {
+            let file = resolve(cwd, file).and_then(|f| normalised(&f))?;
+            protected
+                .holds(&file)
+                .then(|| format!("write the sidecar's own file {file}"))?
         }
         _ => return None,
     };
     Some(reason(&what))
+}
+
+/// What a patch would do to a protected place: every path it names counts, the files it deletes
+/// and the old names of the files it moves too (deleting the flags file turns every flag off).
+fn patch_writes_into(patch: &str, base: Option<&str>, protected: &Protected) -> Option<String> {
+    patch.lines().find_map(|line| {
+        let line = line.trim();
+        let path = [
+            "*** Add File:",
+            "*** Update File:",
+            "*** Delete File:",
+            "*** Move to:",
+        ]
+        .iter()
+        .find_map(|marker| line.strip_prefix(marker))?
+        .trim();
+        let path = resolve(base, path).and_then(|p| normalised(&p))?;
+        protected
+            .holds(&path)
+            .then(|| format!("write the sidecar's own file {path}"))
+    })
 }
 
 /// The text a denied agent reads: what its call would have done, that a person must do it, and
@@ -119,33 +233,95 @@ pub fn reason(what: &str) -> String {
     )
 }
 
-/// What the shell command `text` would do to the guardrails, if anything.
-fn judge_command(text: &str, protected: &Protected) -> Option<String> {
-    let segments = segments(text);
-    for segment in &segments {
+/// What the shell command `text`, run in `dir`, would do to the guardrails, if anything.
+fn judge_command(text: &str, dir: Option<&str>, protected: &Protected) -> Option<String> {
+    judge(text, dir, protected, 0)
+}
+
+/// Shells whose `-c` argument is a command text of its own.
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "fish"];
+
+/// Words that open or join a shell construct and run no program themselves.
+const KEYWORDS: &[&str] = &[
+    "!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "in",
+    "case", "esac", "builtin",
+];
+
+fn judge(text: &str, dir: Option<&str>, protected: &Protected, depth: usize) -> Option<String> {
+    if depth > 4 {
+        return None;
+    }
+    let (commands, heredoc_patches) = split_heredocs(text);
+    // A heredoc is data, not commands; but a patch handed to `apply_patch` is an edit.
+    if let Some(what) = heredoc_patches
+        .iter()
+        .find_map(|patch| patch_writes_into(patch, dir, protected))
+    {
+        return Some(what);
+    }
+    let names_us = words(&commands).iter().any(|w| basename(w) == "guidebook")
+        || commands.contains("guidebook");
+    let looked_up_us = segments(&commands).iter().any(|segment| {
         let words = words(segment);
-        let (program, args) = match strip_wrappers(&words) {
-            Some((program, args)) => (program, args),
-            None => continue,
+        strip_wrappers(&words).is_some_and(|(program, args)| {
+            matches!(
+                basename(program),
+                "pgrep" | "pidof" | "ps" | "grep" | "egrep" | "rg" | "lsof" | "fuser"
+            ) && args.iter().any(|a| a.contains("guidebook"))
+        })
+    });
+    for segment in segments(&commands) {
+        let all = words(&segment);
+        let start = all
+            .iter()
+            .position(|w| !KEYWORDS.contains(&w.as_str()))
+            .unwrap_or(all.len());
+        let words = &all[start..];
+        let Some((program, args)) = strip_wrappers(words) else {
+            continue;
         };
-        let name = program.rsplit('/').next().unwrap_or(program);
-        if let Some(what) = guidebook_control(name, args) {
-            return Some(what);
-        }
-        if let Some(what) = stops_the_sidecar(name, args, text) {
-            return Some(what);
-        }
-        if protected.named_in(segment) {
-            let reader = READERS.contains(&name);
-            if !reader || redirects_into(segment, protected) {
-                return Some(format!(
-                    "change or talk to the sidecar's own files or socket (`{}`)",
-                    segment.trim()
-                ));
+        let name = basename(program);
+        if SHELLS.contains(&name) {
+            if let Some(script) = dash_c(args) {
+                if let Some(what) = judge(script, dir, protected, depth + 1) {
+                    return Some(what);
+                }
             }
+        }
+        if name == "eval" {
+            if let Some(what) = judge(&args.join(" "), dir, protected, depth + 1) {
+                return Some(what);
+            }
+        }
+        if let Some(what) = guidebook_control(name, args, words, names_us) {
+            return Some(what);
+        }
+        if let Some(what) = stops_the_sidecar(name, args, looked_up_us) {
+            return Some(what);
+        }
+        if protected.named_in(&segment)
+            && (!is_reader(name, args) || redirects_into(&segment, protected))
+        {
+            return Some(format!(
+                "change or talk to the sidecar's own files or socket (`{}`)",
+                segment.trim()
+            ));
         }
     }
     None
+}
+
+/// A program's file name: `/usr/bin/guidebook` → `guidebook`.
+fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// The script of `sh -c SCRIPT` (also `-lc`, `-ec`, …), if these are such a shell's arguments.
+fn dash_c(args: &[String]) -> Option<&str> {
+    let at = args
+        .iter()
+        .position(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'))?;
+    args.get(at + 1).map(String::as_str)
 }
 
 /// Programs that only read the files they are given; anything else that names a protected place
@@ -177,7 +353,43 @@ const READERS: &[&str] = &[
     "[",
     "echo",
     "printf",
+    "sort",
+    "uniq",
+    "cut",
+    "nl",
+    "od",
+    "xxd",
+    "hexdump",
+    "strings",
+    "column",
 ];
+
+/// Whether `program args` only reads: a reader, `sed` without `-i`, `find` that neither deletes
+/// nor runs nor writes anything.
+fn is_reader(program: &str, args: &[String]) -> bool {
+    match program {
+        "sed" => !args.iter().any(|a| {
+            a.starts_with("-i")
+                || a.starts_with("--in-place")
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+        }),
+        "find" => !args.iter().any(|a| {
+            matches!(
+                a.as_str(),
+                "-delete"
+                    | "-exec"
+                    | "-execdir"
+                    | "-ok"
+                    | "-okdir"
+                    | "-fprint"
+                    | "-fprint0"
+                    | "-fprintf"
+                    | "-fls"
+            )
+        }),
+        _ => READERS.contains(&program),
+    }
+}
 
 /// Global options of the `guidebook` CLI that take a value.
 const GLOBAL_VALUE_OPTIONS: &[&str] = &[
@@ -189,23 +401,46 @@ const GLOBAL_VALUE_OPTIONS: &[&str] = &[
     "--metrics-dir",
 ];
 
-/// The control command `program args` runs, if it is one of `guidebook`'s (also through `cargo
-/// run … --`, as a developer of this project's agent would run it).
-fn guidebook_control(program: &str, args: &[String]) -> Option<String> {
-    let args: &[String] = match program {
-        "guidebook" => args,
-        "cargo" if args.first().is_some_and(|a| a == "run") => {
-            let dash = args.iter().position(|a| a == "--")?;
-            if !args[..dash].iter().any(|a| a.contains("guidebook")) {
-                return None;
-            }
-            &args[dash + 1..]
+/// Programs whose arguments are text, not a command: `git commit -m "… guidebook …"`.
+const TEXT_PROGRAMS: &[&str] = &[
+    "echo", "printf", "git", "gh", "glab", "grep", "egrep", "fgrep", "rg", "man", "which", "type",
+    "whereis", "apropos", "cat", "less", "head", "tail",
+];
+
+/// The control command a simple command runs, if it is one of `guidebook`'s: `guidebook …`
+/// itself, the `guidebook` word anywhere after a wrapper's options (`nice -n 10 guidebook …`),
+/// `cargo run … -- …` (in this repository `cargo run` runs `guidebook`), or a control verb
+/// after a command substitution that found it (`$(command -v guidebook) breaker reset`).
+fn guidebook_control(
+    program: &str,
+    args: &[String],
+    words: &[String],
+    names_us: bool,
+) -> Option<String> {
+    let cli: &[String] = if program == "guidebook" {
+        args
+    } else if program == "cargo" && args.first().is_some_and(|a| a == "run" || a == "r") {
+        let dash = args.iter().position(|a| a == "--")?;
+        &args[dash + 1..]
+    } else if let Some(at) = words.iter().position(|w| basename(w) == "guidebook") {
+        if TEXT_PROGRAMS.contains(&program) {
+            return None;
         }
-        _ => return None,
+        &words[at + 1..]
+    } else if names_us && matches!(program, "breaker" | "flags" | "hooks" | "service" | "mcp") {
+        let first = words.iter().position(|w| w == program)?;
+        &words[first..]
+    } else {
+        return None;
     };
+    judge_cli(cli)
+}
+
+/// What the `guidebook` arguments `cli` would change, if they are a control command.
+fn judge_cli(cli: &[String]) -> Option<String> {
     let mut positional = Vec::new();
     let mut flags = Vec::new();
-    let mut rest = args.iter();
+    let mut rest = cli.iter();
     while let Some(arg) = rest.next() {
         if GLOBAL_VALUE_OPTIONS.contains(&arg.as_str()) {
             rest.next();
@@ -229,7 +464,7 @@ fn guidebook_control(program: &str, args: &[String]) -> Option<String> {
                 "change how the sidecar runs (`guidebook service {verb}`)"
             ))
         }
-        ["mcp", ..] if flags.contains(&"--orchestrator") => {
+        ["mcp", ..] if flags.iter().any(|f| f.starts_with("--orchestrator")) => {
             "record orchestrator metrics (`guidebook mcp --orchestrator`)"
         }
         _ => return None,
@@ -238,19 +473,13 @@ fn guidebook_control(program: &str, args: &[String]) -> Option<String> {
 }
 
 /// Whether the command stops the sidecar: `pkill`/`killall` naming it, `kill` of a pid that
-/// `pgrep`/`pidof` found by its name, or the service manager stopping it.
-fn stops_the_sidecar(program: &str, args: &[String], whole: &str) -> Option<String> {
+/// the same command looked up by its name (`pgrep`, `pidof`, `ps | grep`), or the service
+/// manager stopping it.
+fn stops_the_sidecar(program: &str, args: &[String], looked_up_us: bool) -> Option<String> {
     let names_us = |s: &str| s.contains("guidebook");
     let stops = match program {
         "pkill" | "killall" => args.iter().any(|a| names_us(a)),
-        // A bare pid says nothing; a pid looked up by our name does.
-        "kill" => segments(whole).iter().any(|segment| {
-            let words = words(segment);
-            strip_wrappers(&words).is_some_and(|(program, args)| {
-                matches!(program.rsplit('/').next(), Some("pgrep" | "pidof"))
-                    && args.iter().any(|a| names_us(a))
-            })
-        }),
+        "kill" => looked_up_us,
         "systemctl" | "launchctl" => {
             args.iter().any(|a| {
                 matches!(
@@ -270,11 +499,51 @@ fn redirects_into(segment: &str, protected: &Protected) -> bool {
         let target = segment[at..]
             .trim_start_matches(['>', '|', '&'])
             .trim_start();
-        let target = words(target);
-        target
-            .first()
-            .is_some_and(|t| protected.named_in(t) || t.starts_with('$'))
+        words(target).first().is_some_and(|t| protected.named_in(t))
     })
+}
+
+/// The command text without its heredoc bodies (data, not commands), and the bodies that are
+/// patches handed to `apply_patch`.
+fn split_heredocs(text: &str) -> (String, Vec<String>) {
+    let mut commands = String::new();
+    let mut patches = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        commands.push_str(line);
+        commands.push('\n');
+        let Some(delimiter) = heredoc_delimiter(line) else {
+            continue;
+        };
+        let mut body = String::new();
+        for inner in lines.by_ref() {
+            if inner.trim_start_matches('\t') == delimiter {
+                break;
+            }
+            body.push_str(inner);
+            body.push('\n');
+        }
+        if line.contains("apply_patch") || line.contains("applypatch") {
+            patches.push(body);
+        }
+    }
+    (commands, patches)
+}
+
+/// The delimiter of a heredoc the line opens (`<<EOF`, `<<'EOF'`, `<<"EOF"`, `<<-EOF`), not a
+/// here-string (`<<<`).
+fn heredoc_delimiter(line: &str) -> Option<String> {
+    let at = line
+        .match_indices("<<")
+        .find(|(i, _)| !line[i + 2..].starts_with('<') && (*i == 0 || !line[..*i].ends_with('<')))?
+        .0;
+    let rest = line[at + 2..].trim_start_matches('-').trim_start();
+    let delimiter: String = rest
+        .trim_start_matches(['\'', '"'])
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!delimiter.is_empty()).then_some(delimiter)
 }
 
 /// The simple commands of a shell text: split at `;`, `&`, `|`, newlines, parentheses,
@@ -282,8 +551,10 @@ fn redirects_into(segment: &str, protected: &Protected) -> bool {
 /// smaller segments, and a segment that names a protected place is judged on its own first word,
 /// which then is not a reader: the safe side.
 fn segments(text: &str) -> Vec<String> {
-    text.split([';', '&', '|', '\n', '(', ')', '`'])
-        .map(|s| s.trim_start_matches('$').to_owned())
+    text.replace("$(", "(")
+        .split([';', '&', '|', '\n', '(', ')', '`'])
+        // What a substitution leaves before the next word: a quote around it.
+        .map(|s| s.trim_start_matches(['"', '\'']).to_owned())
         .filter(|s| !s.trim().is_empty())
         .collect()
 }
@@ -368,15 +639,34 @@ fn strip_wrappers(words: &[String]) -> Option<(&str, &[String])> {
     }
 }
 
-/// Whether `text` names the path `spelling` as a whole path or a prefix of one: the match is
-/// not in the middle of a longer name on either side.
-fn mentions(text: &str, spelling: &str) -> bool {
+/// Where `spelling` occurs in `text` as a whole path or a prefix of one: not in the middle of a
+/// longer name on either side.
+fn occurrences<'a>(text: &'a str, spelling: &'a str) -> impl Iterator<Item = usize> + 'a {
     let is_name_char = |c: char| c.is_alphanumeric() || matches!(c, '.' | '_' | '-');
-    text.match_indices(spelling).any(|(at, _)| {
+    text.match_indices(spelling).filter_map(move |(at, _)| {
         let before = text[..at].chars().next_back();
         let after = text[at + spelling.len()..].chars().next();
-        before.is_none_or(|c| !is_name_char(c)) && after.is_none_or(|c| !is_name_char(c))
+        (before.is_none_or(|c| !is_name_char(c)) && after.is_none_or(|c| !is_name_char(c)))
+            .then_some(at)
     })
+}
+
+/// Whether a glob component (`*`, `?`, `[…]` as any one character) matches `name`.
+fn glob_component(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.first(), name.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            glob_component(&pattern[1..], name)
+                || (!name.is_empty() && glob_component(pattern, &name[1..]))
+        }
+        (Some(b'['), Some(_)) => match pattern.iter().position(|&b| b == b']') {
+            Some(close) => glob_component(&pattern[close + 1..], &name[1..]),
+            None => pattern[0] == name[0] && glob_component(&pattern[1..], &name[1..]),
+        },
+        (Some(b'?'), Some(_)) => glob_component(&pattern[1..], &name[1..]),
+        (Some(p), Some(n)) => p == n && glob_component(&pattern[1..], &name[1..]),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -395,6 +685,7 @@ mod tests {
             ],
             Some(Path::new("/home/u")),
         )
+        .except(&[PathBuf::from("/home/u/.adaptive-guidebook/guidebook")])
     }
 
     fn shell(command: &str) -> HookEvent {
@@ -485,7 +776,7 @@ mod tests {
         };
         assert!(check(&write("/srv/flags/feature_flags.json"), &protected()).is_some());
         assert!(check(
-            &write("/home/u/.adaptive-guidebook/guidebook/x/guideline.yaml"),
+            &write("/home/u/.adaptive-guidebook/metrics/ab_test/ab_results_week1.json"),
             &protected()
         )
         .is_some());
@@ -513,6 +804,7 @@ mod tests {
 
     #[test]
     fn mentions_are_whole_paths() {
+        let mentions = |text: &str, spelling: &str| occurrences(text, spelling).next().is_some();
         assert!(mentions("rm /a/b", "/a/b"));
         assert!(mentions("rm '/a/b/c'", "/a/b"));
         assert!(!mentions("rm /a/bc", "/a/b"));
@@ -530,5 +822,118 @@ mod tests {
             ".adaptive-guidebook"
         ));
         assert!(!mentions("rm x.adaptive-guidebook", ".adaptive-guidebook"));
+    }
+
+    /// The review's forms: shells, keywords, wrappers with option values, substitutions,
+    /// `cargo run` without `--bin`, globs, `ps | grep | xargs kill`.
+    #[test]
+    fn the_indirect_forms_are_denied_too() {
+        for command in [
+            "sh -c 'guidebook breaker reset --session s'",
+            "bash -lc \"guidebook flags set hooks_enabled --enabled false\"",
+            "eval \"guidebook breaker reset --session s\"",
+            "{ guidebook breaker reset --session zz; }",
+            "if true; then guidebook breaker reset --session zz; fi",
+            "for s in a; do guidebook breaker reset --session $s; done",
+            "! guidebook breaker reset --session s",
+            "builtin command guidebook breaker reset --session s",
+            "nice -n 10 guidebook breaker reset --session s",
+            "sudo -u me guidebook flags set x --enabled true",
+            "timeout -s KILL 5 guidebook breaker reset --session s",
+            "env -u FOO guidebook breaker reset --session s",
+            "xargs -n 1 guidebook breaker reset --session",
+            "stdbuf -oL guidebook breaker reset --session s",
+            "setsid guidebook flags init",
+            "$(command -v guidebook) breaker reset --session s",
+            "\"$(which guidebook)\" breaker reset --session s",
+            "cargo run -- breaker reset --session s",
+            "cargo r --bin guidebook -- flags set a --enabled false",
+            "rm ~/.adaptive-g*/*.db",
+            "sqlite3 ~/.adaptive-guide*/adaptive-*.db 'delete from breaker_runs'",
+            "nc -U ~/.adaptive-gu*/sidecar.sock",
+            "ps aux | grep guidebook | awk '{print $2}' | xargs kill",
+            "cat > /srv/flags/feature_flags.json <<'EOF'\n{}\nEOF",
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: /srv/flags/feature_flags.json\n*** End Patch\nEOF",
+        ] {
+            assert!(denied(command), "{command}");
+        }
+    }
+
+    /// The everyday commands the review found denied: authoring guidelines in the default root,
+    /// reading the sidecar's files, and text that only mentions us.
+    #[test]
+    fn everyday_commands_that_only_read_or_mention_pass() {
+        for command in [
+            "guidebook test ~/.adaptive-guidebook/guidebook/no-println",
+            "cd ~/.adaptive-guidebook/guidebook && git pull",
+            "git -C /home/u/.adaptive-guidebook/guidebook status",
+            "sed -n 1,40p ~/.adaptive-guidebook/config.yaml",
+            "find ~/.adaptive-guidebook -name '*.log'",
+            "sort /home/u/.adaptive-guidebook/sidecar.log | uniq -c",
+            "cat ~/.adaptive-guidebook/sidecar.log > \"$TMPDIR/log.txt\"",
+            "git commit -m \"guidebook breaker reset is the user's\"",
+            "cat > docs/x.md <<'EOF'\nRun `guidebook breaker reset --session ID` yourself.\nThe database is ~/.adaptive-guidebook/adaptive-guidebook.db.\nEOF",
+            "git commit -F - <<EOF\nguidebook breaker reset: say only the user may\nEOF",
+            "echo guidebook flags set is documented",
+            "cargo run -- status",
+            "ls ~/.adaptive-*",
+        ] {
+            assert!(!denied(command), "{command}");
+        }
+    }
+
+    /// Deletes, moves and paths spelled with `..`, `//` or `/proc/self/root` are edits of the
+    /// place they end up at; the guidebook root is the user's to author in.
+    #[test]
+    fn every_path_an_edit_touches_is_judged_where_it_lands() {
+        let edit = |tool: &str, input: serde_json::Value| {
+            let event =
+                HookEvent::read(&json!({"session_id": "s", "hook_event_name": "PreToolUse",
+                "tool_name": tool, "cwd": "/w", "tool_input": input}))
+                .unwrap();
+            check(&event, &protected()).is_some()
+        };
+        let patch =
+            |body: &str| json!({"command": format!("*** Begin Patch\n{body}*** End Patch\n")});
+        assert!(edit(
+            "apply_patch",
+            patch("*** Delete File: /srv/flags/feature_flags.json\n")
+        ));
+        assert!(edit(
+            "apply_patch",
+            patch("*** Update File: /srv/flags/feature_flags.json\n*** Move to: /tmp/f.json\n@@\n-a\n+a\n")
+        ));
+        assert!(edit(
+            "apply_patch",
+            patch("*** Add File: /w/../srv/flags/feature_flags.json\n+{}\n")
+        ));
+        assert!(edit(
+            "Write",
+            json!({"file_path": "/srv//flags/./feature_flags.json"})
+        ));
+        assert!(edit(
+            "Write",
+            json!({"file_path": "/proc/self/root/srv/flags/feature_flags.json"})
+        ));
+        assert!(edit(
+            "Write",
+            json!({"file_path": "../home/u/.adaptive-guidebook/config.yaml"})
+        ));
+        assert!(!edit(
+            "Edit",
+            json!({"file_path": "/home/u/.adaptive-guidebook/guidebook/no-println/guideline.yaml"})
+        ));
+        assert!(!edit("apply_patch", patch("*** Delete File: /w/old.py\n")));
+    }
+
+    #[test]
+    fn glob_components_match_as_a_shell_would() {
+        let m = |p: &str, n: &str| glob_component(p.as_bytes(), n.as_bytes());
+        assert!(m(".adaptive-g*", ".adaptive-guidebook"));
+        assert!(m("*.db", "adaptive-guidebook.db"));
+        assert!(m("side?ar.sock", "sidecar.sock"));
+        assert!(m("[ab]*", "adaptive"));
+        assert!(!m(".adaptive-x*", ".adaptive-guidebook"));
+        assert!(!m("*.db", "sidecar.sock"));
     }
 }

@@ -187,9 +187,9 @@ impl SidecarLink for NoSidecar {
 
 /// The sidecar's places the agent may not touch (see `guard`): its home directory, socket,
 /// database, flags file and config file, where the environment and `config.yaml` put them.
-/// The defaults are the sidecar's; `config.yaml` is read only for its top-level `socket`, `db`
-/// and `flags` lines (this binary parses no YAML), which covers what the sidecar's own sample
-/// shows.
+/// The defaults are the sidecar's; `config.yaml` is read only for its top-level `socket`, `db`,
+/// `flags` and `guidebookRoot` lines (this binary parses no YAML), which covers what the
+/// sidecar's own sample shows. The guidebook root stays free to use.
 fn protected_places(socket: Option<&std::path::Path>) -> Protected {
     let home = env_nonempty("HOME").map(PathBuf::from);
     let sidecar_home = env_nonempty("ADAPTIVE_GUIDEBOOK_HOME")
@@ -205,6 +205,10 @@ fn protected_places(socket: Option<&std::path::Path>) -> Protected {
         .map(PathBuf::from)
         .unwrap_or_else(|| sidecar_home.join("config.yaml"));
     let mut places = vec![sidecar_home.clone()];
+    // The guidebook root is the user's to author in, with an agent's help, wherever it is.
+    let mut root = env_nonempty("ADAPTIVE_GUIDEBOOK_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| sidecar_home.join("guidebook"));
     places.extend(socket.map(PathBuf::from));
     for (var, default) in [
         ("ADAPTIVE_GUIDEBOOK_DB", "adaptive-guidebook.db"),
@@ -222,7 +226,7 @@ fn protected_places(socket: Option<&std::path::Path>) -> Protected {
             let Some((key, value)) = line.split_once(':') else {
                 continue;
             };
-            if !matches!(key, "socket" | "db" | "flags") {
+            if !matches!(key, "socket" | "db" | "flags" | "guidebookRoot") {
                 continue;
             }
             let value = value.split(" #").next().unwrap_or("").trim();
@@ -234,11 +238,17 @@ fn protected_places(socket: Option<&std::path::Path>) -> Protected {
                 (Some(rest), Some(home)) => home.join(rest),
                 _ => dir.join(value),
             };
-            places.push(path);
+            if key == "guidebookRoot" {
+                if env_nonempty("ADAPTIVE_GUIDEBOOK_ROOT").is_none() {
+                    root = path;
+                }
+            } else {
+                places.push(path);
+            }
         }
     }
     places.push(config);
-    Protected::new(&places, home.as_deref())
+    Protected::new(&places, home.as_deref()).except(&[root])
 }
 
 /// Parses the command line. Returns the `--socket` value, if any, or `None` when the process

@@ -675,6 +675,12 @@ fn the_protected_places_follow_the_environment_and_config_yaml() {
     ));
     assert!(!decision("cat /etc/team/flags.json"));
     assert!(!decision("sqlite3 /var/lib/other.db .tables"));
+    // The guidebook root below the home directory is the user's to author in.
+    assert!(!decision(&format!(
+        "printf 'id: x' > {}/guidebook/x/guideline.yaml",
+        home.display()
+    )));
+    assert!(decision(&format!("rm -rf {}/guide*", home.display())));
 }
 
 /// A socket file that another user bound is not talked to: nothing is sent to it, and the

@@ -63,7 +63,7 @@ fn protected_places(settings: &Settings) -> Protected {
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(std::path::PathBuf::from);
-    Protected::new(&places, home.as_deref())
+    Protected::new(&places, home.as_deref()).except(std::slice::from_ref(&settings.guidebook_root))
 }
 
 /// A whole number from the environment, or `default` when unset, empty or not a number (a

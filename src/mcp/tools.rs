@@ -101,7 +101,10 @@ pub struct CheckError {
 pub struct RecordErrorParams {
     /// Your session id.
     pub session_id: String,
-    /// Every error of one check run; an empty list records a clean run.
+    /// Every error of one check run (at least one). A clean run is not the model's to report:
+    /// it would end the streaks the breaker counts, so only the hooks, which see the checker
+    /// run, record one.
+    #[schemars(length(min = 1))]
     pub errors: Vec<CheckError>,
 }
 
@@ -233,8 +236,9 @@ pub fn all() -> Vec<Tool> {
         .annotate(read_only.clone()),
         Tool::new(
             "record_error",
-            "Records one check run (ruff, pyright, ...) with the circuit breaker, which halts a \
-             session that keeps failing the same way. Returns JSON {state: continue|warning|halt, \
+            "Records one failed check run (ruff, pyright, ...: at least one error) with the \
+             circuit breaker, which halts a session that keeps failing the same way. Returns JSON \
+             {state: continue|warning|halt, \
              totalErrors, reason, trippedBy}; on `halt`, stop and rethink or ask the user.",
             Arc::new(JsonObject::new()),
         )
@@ -323,8 +327,15 @@ pub fn sidecar_call(tool: &str, arguments: JsonObject) -> Option<Result<Call, St
             }
             .call()
         }),
-        "record_error" => parse::<RecordErrorParams>(arguments).map(|p| {
-            protocol::RecordError {
+        "record_error" => parse::<RecordErrorParams>(arguments).and_then(|p| {
+            if p.errors.is_empty() {
+                return Err(
+                    "errors: at least one error (a clean run is recorded by the hooks, \
+                            which see the checker run; a model cannot end the breaker's streaks)"
+                        .to_string(),
+                );
+            }
+            Ok(protocol::RecordError {
                 session_id: p.session_id,
                 errors: p
                     .errors
@@ -336,7 +347,7 @@ pub fn sidecar_call(tool: &str, arguments: JsonObject) -> Option<Result<Call, St
                     })
                     .collect(),
             }
-            .call()
+            .call())
         }),
         "breaker_status" => parse::<SessionParams>(arguments)
             .map(|p| protocol::SessionCall::breaker_status(&p.session_id).call()),
@@ -477,5 +488,29 @@ mod tests {
         let wrong = sidecar_call("record_error", args(json!({"session_id": "s"}))).unwrap();
         assert!(wrong.unwrap_err().contains("missing field `errors`"));
         assert!(sidecar_call("nope", JsonObject::new()).is_none());
+    }
+
+    /// A model cannot report a clean run: that would end the streaks the breaker counts.
+    #[test]
+    fn record_error_refuses_an_empty_run() {
+        let empty = sidecar_call(
+            "record_error",
+            args(json!({"session_id": "s", "errors": []})),
+        );
+        let why = empty.unwrap().unwrap_err();
+        assert!(why.contains("at least one error"), "{why}");
+        let one = sidecar_call(
+            "record_error",
+            args(
+                json!({"session_id": "s", "errors": [{"tool": "ruff", "code": "F401", "file": "/a.py"}]}),
+            ),
+        );
+        assert!(one.unwrap().is_ok());
+        let schema = all()
+            .into_iter()
+            .find(|t| t.name == "record_error")
+            .unwrap()
+            .input_schema;
+        assert_eq!(schema["properties"]["errors"]["minItems"], 1, "{schema:?}");
     }
 }
