@@ -19,9 +19,9 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::guideline::{Example, Guideline};
 use super::matcher::Index;
 use super::reload::{FileMap, PathKey};
-use super::{Example, Guideline};
 use crate::language;
 use crate::watched::{FileState, ReadError, Stamp};
 

@@ -8,7 +8,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::{Expect, GuidelineSnapshot};
+use super::guideline::Expect;
+use super::snapshot::GuidelineSnapshot;
 use crate::language::language_of;
 
 /// One example that did not come out as written.

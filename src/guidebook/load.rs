@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
-use super::{Example, Expect, Guideline};
+use super::guideline::{Example, Expect, Guideline};
 use crate::language;
 pub use crate::watched::LoadError;
 use crate::watched::{find_key_line, yaml_error};

@@ -11,9 +11,9 @@ use std::time::SystemTime;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::bytes::Regex;
 
+use super::guideline::Guideline;
 use super::load::{compile_pattern, LoadError};
 use super::matcher::{index_of, PatternMatcher};
-use super::Guideline;
 
 /// Compiles a repository glob: `*` stays within a segment, `**` crosses, case-insensitive.
 pub(crate) fn compile_repository_glob(pattern: &str) -> Result<Glob, globset::Error> {
