@@ -20,7 +20,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::guideline::{Example, Guideline};
-use super::matcher::Index;
+use super::matching::Index;
 use super::reload::{FileMap, PathKey};
 use crate::language;
 use crate::watched::{FileState, ReadError, Stamp};

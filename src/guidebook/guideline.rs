@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::matcher::Index;
+use super::matching::Index;
 
 /// One validated guideline, as written in its `guideline.yaml`.
 #[derive(Debug, Clone)]

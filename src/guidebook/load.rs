@@ -7,6 +7,10 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use super::guideline::{Example, Expect, Guideline};
+use super::matching::{
+    compile_repository_glob, index_of_hir, one_line_regex_error, parse_and_validate, Index,
+    MAX_PATTERN_LEN,
+};
 use crate::language;
 pub use crate::watched::LoadError;
 use crate::watched::{find_key_line, yaml_error};
@@ -16,10 +20,6 @@ pub const GUIDELINE_FILE_NAME: &str = "guideline.yaml";
 /// A guideline file larger than this is refused rather than parsed: it is surely not a
 /// hand-written guideline, and parsing it would stall a reload.
 pub(crate) const MAX_GUIDELINE_BYTES: u64 = 256 * 1024;
-/// Limits for one compiled pattern. A pattern that compiles to more than this (say `\w{1000}`
-/// repeated) is refused with an error instead of slowing every search.
-pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
-const MAX_PATTERN_LEN: usize = 4096;
 
 // The raw shapes below mirror guidebook/schema/guideline.schema.json. Validation that the
 // schema expresses (unknown keys, enums, patterns) happens during deserialisation, so that
@@ -144,7 +144,7 @@ struct RepositoryGlob(String);
 impl<'de> Deserialize<'de> for RepositoryGlob {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        super::snapshot::compile_repository_glob(&s)
+        compile_repository_glob(&s)
             .map_err(|e| de::Error::custom(format!("invalid repository glob `{s}`: {e}")))?;
         Ok(RepositoryGlob(s))
     }
@@ -165,7 +165,7 @@ impl<'de> Deserialize<'de> for LanguageName {
     }
 }
 
-struct Pattern(String, super::Index);
+struct Pattern(String, Index);
 
 impl<'de> Deserialize<'de> for Pattern {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -182,238 +182,8 @@ impl<'de> Deserialize<'de> for Pattern {
         let hir = parse_and_validate(&s).map_err(|e| {
             de::Error::custom(format!("invalid regex `{s}`: {}", one_line_regex_error(&e)))
         })?;
-        let index = super::matcher::index_of_hir(&hir);
+        let index = index_of_hir(&hir);
         Ok(Pattern(s, index))
-    }
-}
-
-/// The regex crate explains a syntax error over several lines (the pattern, a caret, then
-/// `error: …`); a `file:line: message` report needs the one line that says what is wrong.
-fn one_line_regex_error(e: &regex::Error) -> String {
-    match e {
-        regex::Error::Syntax(text) => text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("error: "))
-            .unwrap_or(text.trim())
-            .to_string(),
-        other => other.to_string(),
-    }
-}
-
-/// Compiles one pattern the way every pattern is compiled: over bytes (files need not be
-/// UTF-8), with `^`/`$` at line boundaries, within the size limit.
-pub(crate) fn compile_pattern(pattern: &str) -> Result<regex::bytes::Regex, regex::Error> {
-    regex::bytes::RegexBuilder::new(pattern)
-        .multi_line(true)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
-}
-
-/// [`parse_and_validate`] for a test that needs only the verdict.
-#[cfg(test)]
-pub(crate) fn validate_pattern(pattern: &str) -> Result<(), regex::Error> {
-    parse_and_validate(pattern).map(drop)
-}
-
-/// Checks that `pattern` would compile as [`compile_pattern`] compiles it, without building a
-/// whole regex: its syntax (the parser the regex crate uses, configured alike) and its forward
-/// Thompson NFA within [`REGEX_SIZE_LIMIT`] (the automaton the size limit bounds). The errors are
-/// the regex crate's.
-///
-/// The NFA is built only when [`nfa_bound`] cannot show it is small: compiling Unicode classes
-/// such as `\w` was most of a 10,000-guideline load, and the bound measures each distinct class
-/// once per thread. The parse is returned: the matching engine indexes the pattern by it.
-fn parse_and_validate(pattern: &str) -> Result<regex_syntax::hir::Hir, regex::Error> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .multi_line(true)
-        .utf8(false)
-        .build()
-        .parse(pattern)
-        .map_err(|e| regex::Error::Syntax(e.to_string()))?;
-    if nfa_bound(&hir) <= REGEX_SIZE_LIMIT / 2 || nfa_check(&hir).is_some() {
-        return Ok(hir);
-    }
-    Err(regex::Error::CompiledTooBig(REGEX_SIZE_LIMIT))
-}
-
-fn nfa_check(hir: &regex_syntax::hir::Hir) -> Option<regex_automata::nfa::thompson::NFA> {
-    regex_automata::nfa::thompson::Compiler::new()
-        .configure(
-            regex_automata::nfa::thompson::Config::new()
-                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
-                .shrink(false),
-        )
-        .build_from_hir(hir)
-        .ok()
-}
-
-/// A multiply-rotate hasher for the class memo and the literal windows: SipHash spent a tenth
-/// of a large load on the memo's long range lists, and nothing adversarial chooses either key.
-#[derive(Default, Clone, Copy)]
-pub(super) struct FastHash(u64);
-
-impl std::hash::BuildHasher for FastHash {
-    type Hasher = FastHash;
-    fn build_hasher(&self) -> FastHash {
-        FastHash(0)
-    }
-}
-
-impl std::hash::Hasher for FastHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Eight bytes a step; the length that `Hash` writes first tells a short tail apart
-        // from one padded with zeros.
-        let mut words = bytes.chunks_exact(8);
-        for word in &mut words {
-            self.write_u64(u64::from_le_bytes(word.try_into().expect("8 bytes")));
-        }
-        let tail = words.remainder();
-        if !tail.is_empty() {
-            let mut word = [0u8; 8];
-            word[..tail.len()].copy_from_slice(tail);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u128(&mut self, n: u128) {
-        self.write_u64(n as u64);
-        self.write_u64((n >> 64) as u64);
-    }
-}
-
-/// The measured size of each distinct class, found by a fingerprint (Unicode or bytes, how many
-/// ranges, the first and the last) and then by all its ranges, compared in place: a class is
-/// copied only the first time it is seen. (Unicode `\w` has over 700 ranges; collecting and
-/// hashing them at every `\w` and `\b` of every pattern was 5 % of a 10,000-guideline load.)
-type ClassSizes = std::collections::HashMap<ClassPrint, Vec<(Vec<(u32, u32)>, usize)>, FastHash>;
-
-/// Unicode or bytes, the number of ranges, the first and the last range.
-type ClassPrint = (bool, usize, (u32, u32), (u32, u32));
-
-/// A class's fingerprint, read off its ends.
-fn class_print(class: &regex_syntax::hir::Class) -> ClassPrint {
-    use regex_syntax::hir::Class;
-    let count = match class {
-        Class::Unicode(c) => c.ranges().len(),
-        Class::Bytes(c) => c.ranges().len(),
-    };
-    let mut ranges = class_ranges(class);
-    let first = ranges.next().unwrap_or_default();
-    let last = ranges.next_back().unwrap_or(first);
-    (matches!(class, Class::Unicode(_)), count, first, last)
-}
-
-/// A class's ranges as numbers, whatever its kind.
-fn class_ranges(
-    class: &regex_syntax::hir::Class,
-) -> Box<dyn DoubleEndedIterator<Item = (u32, u32)> + '_> {
-    use regex_syntax::hir::Class;
-    match class {
-        Class::Unicode(c) => Box::new(
-            c.ranges()
-                .iter()
-                .map(|r| (r.start() as u32, r.end() as u32)),
-        ),
-        Class::Bytes(c) => Box::new(
-            c.ranges()
-                .iter()
-                .map(|r| (u32::from(r.start()), u32::from(r.end()))),
-        ),
-    }
-}
-
-/// Whether `class` has exactly the ranges `ranges` (a memo entry): compared range by range in
-/// a plain loop (through [`class_ranges`]' boxed iterator, comparing `\w`'s hundreds of ranges
-/// at every `\w` was 1–2 % of a large guidebook's load).
-fn same_ranges(ranges: &[(u32, u32)], class: &regex_syntax::hir::Class) -> bool {
-    use regex_syntax::hir::Class;
-    match class {
-        Class::Unicode(c) => {
-            ranges.len() == c.ranges().len()
-                && ranges
-                    .iter()
-                    .zip(c.ranges())
-                    .all(|(&(a, b), r)| a == r.start() as u32 && b == r.end() as u32)
-        }
-        Class::Bytes(c) => {
-            ranges.len() == c.ranges().len()
-                && ranges
-                    .iter()
-                    .zip(c.ranges())
-                    .all(|(&(a, b), r)| a == u32::from(r.start()) && b == u32::from(r.end()))
-        }
-    }
-}
-
-/// Bytes charged per NFA state that a piece of a pattern adds around its parts: more than a
-/// state of the builder takes with its transitions (at most a few dozen bytes).
-const STATE_BOUND: usize = 128;
-
-/// An upper bound of the memory of `hir`'s Thompson NFA, the figure its size limit is checked
-/// against. A class is charged what it takes compiled alone (measured once per distinct class
-/// on this thread, NFA overhead included), every other piece [`STATE_BOUND`] per state it adds,
-/// and a repetition as many copies of its part as the compiler makes. The result is checked
-/// against half the limit, so a bound a little short still errs on the side of compiling.
-fn nfa_bound(hir: &regex_syntax::hir::Hir) -> usize {
-    // What every NFA holds whatever its pattern (its start states, the unanchored prefix).
-    static BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let base = *BASE.get_or_init(|| {
-        nfa_check(&regex_syntax::hir::Hir::empty()).map_or(usize::MAX / 4, |n| n.memory_usage())
-    });
-    base.saturating_add(piece_bound(hir))
-}
-
-fn piece_bound(hir: &regex_syntax::hir::Hir) -> usize {
-    use regex_syntax::hir::HirKind;
-    thread_local! {
-        static CLASSES: std::cell::RefCell<ClassSizes> = Default::default();
-    }
-    match hir.kind() {
-        HirKind::Empty | HirKind::Look(_) => STATE_BOUND,
-        HirKind::Literal(lit) => (lit.0.len() + 1) * STATE_BOUND,
-        HirKind::Class(class) => CLASSES.with(|memo| {
-            let print = class_print(class);
-            if let Some(known) = memo.borrow().get(&print) {
-                if let Some((_, size)) = known.iter().find(|(ranges, _)| same_ranges(ranges, class))
-                {
-                    return *size;
-                }
-            }
-            let size =
-                nfa_check(hir).map_or(usize::MAX / 4, |nfa| nfa.memory_usage() + 4 * STATE_BOUND);
-            memo.borrow_mut()
-                .entry(print)
-                .or_default()
-                .push((class_ranges(class).collect(), size));
-            size
-        }),
-        HirKind::Capture(cap) => piece_bound(&cap.sub).saturating_add(2 * STATE_BOUND),
-        HirKind::Concat(parts) => parts
-            .iter()
-            .fold(STATE_BOUND, |sum, p| sum.saturating_add(piece_bound(p))),
-        HirKind::Alternation(parts) => parts
-            .iter()
-            .fold((parts.len() + 2) * STATE_BOUND, |sum, p| {
-                sum.saturating_add(piece_bound(p))
-            }),
-        HirKind::Repetition(rep) => {
-            let copies = match rep.max {
-                Some(max) => max.max(1) as usize,
-                None => rep.min as usize + 1,
-            };
-            piece_bound(&rep.sub)
-                .saturating_add(2 * STATE_BOUND)
-                .saturating_mul(copies)
-                .saturating_add(2 * STATE_BOUND)
-        }
     }
 }
 
@@ -482,7 +252,7 @@ pub(crate) fn parse_guideline_with(
         languages: None,
     });
     let examples = raw.examples.map(|e| examples(text, e)).unwrap_or_default();
-    let (patterns, indexes): (Vec<String>, Vec<super::Index>) = raw
+    let (patterns, indexes): (Vec<String>, Vec<Index>) = raw
         .matcher
         .any
         .into_iter()
@@ -786,12 +556,9 @@ mod tests {
         assert_eq!(g.content, "Use the logger.\n");
         assert_eq!(g.id_line, Some(1));
         // Indexed from the parse that validated it, as the engine would index the text.
-        let index = super::super::matcher::index_of("println\\(");
+        let index = super::super::matching::index_of("println\\(");
         assert_eq!(g.indexes.get(), Some(&vec![index.clone()]));
-        assert_eq!(
-            index,
-            super::super::Index::Prefixes(vec![b"println(".to_vec()])
-        );
+        assert_eq!(index, super::Index::Prefixes(vec![b"println(".to_vec()]));
     }
 
     #[test]
@@ -877,50 +644,6 @@ mod tests {
     }
 
     #[test]
-    fn the_cheap_validation_agrees_with_compiling() {
-        for pattern in [
-            r"println\(",
-            r"(?i)todo[-_ ]x",
-            r"\bOrder\.\w+\(",
-            r"^\s*import\s+.*$",
-            r"(\w{100}){100}",
-            r"\w{1000}",
-            r"(a{1000}){1000}",
-            r"[[:alpha:]]+",
-            r"(?-u)\xff",
-            r"\p{Greek}+",
-            "(",
-            "a{2,1}",
-            r"\p{NoSuchClass}",
-            "[z-a]",
-            r"\",
-            "(?P<n>a)(?P<n>b)",
-        ] {
-            let cheap = validate_pattern(pattern).map_err(|e| e.to_string());
-            let full = compile_pattern(pattern)
-                .map(drop)
-                .map_err(|e| e.to_string());
-            assert_eq!(cheap, full, "{pattern}");
-            // The bound never claims less than the compiler counts.
-            if let Ok(hir) = regex_syntax::ParserBuilder::new()
-                .multi_line(true)
-                .utf8(false)
-                .build()
-                .parse(pattern)
-            {
-                if let Some(nfa) = nfa_check(&hir) {
-                    assert!(
-                        nfa_bound(&hir) >= nfa.memory_usage(),
-                        "{pattern}: bound {} < {}",
-                        nfa_bound(&hir),
-                        nfa.memory_usage()
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
     fn finds_files_recursively_skipping_hidden_dirs() {
         let dir = tempfile::tempdir().unwrap();
         for sub in ["a", "b/c", ".git/x"] {
@@ -940,63 +663,6 @@ mod tests {
                 PathBuf::from("b/c/guideline.yaml")
             ]
         );
-    }
-
-    #[test]
-    fn the_fast_hash_tells_apart_byte_strings_that_differ_only_in_padding_or_order() {
-        use std::hash::BuildHasher;
-        let keys: [&[u8]; 7] = [
-            b"",
-            b"\0",
-            b"ab",
-            b"ab\0",
-            b"ab\0\0\0\0\0\0",
-            b"OrderInvoiceImpl(",
-            b"OrderInvoiceImpl)",
-        ];
-        let hashes: std::collections::HashSet<u64> = keys
-            .iter()
-            .map(|k| FastHash::default().hash_one(k))
-            .collect();
-        assert_eq!(hashes.len(), keys.len());
-        // The words are mixed in order: the same eight-byte words swapped hash apart.
-        assert_ne!(
-            FastHash::default().hash_one(b"AAAAAAAABBBBBBBB".as_slice()),
-            FastHash::default().hash_one(b"BBBBBBBBAAAAAAAA".as_slice())
-        );
-    }
-
-    #[test]
-    fn a_class_memo_entry_matches_exactly_its_own_class() {
-        use regex_syntax::hir::HirKind;
-        let classes: Vec<regex_syntax::hir::Class> = [
-            r"\w",
-            r"\s",
-            r"\d",
-            "[a-z]",
-            "[a-y]",
-            "[b-z]",
-            "[^a]",
-            r"(?-u:\w)",
-            "(?-u:[a-z])",
-            r"[\w\-]",
-            "(?i)k",
-        ]
-        .iter()
-        .map(|p| match regex_syntax::parse(p).unwrap().into_kind() {
-            HirKind::Class(c) => c,
-            other => panic!("{p}: {other:?}"),
-        })
-        .collect();
-        let unicode =
-            |c: &regex_syntax::hir::Class| matches!(c, regex_syntax::hir::Class::Unicode(_));
-        for a in &classes {
-            let ranges: Vec<(u32, u32)> = class_ranges(a).collect();
-            // The memo's key (`class_print`) keeps Unicode and byte classes apart.
-            for b in classes.iter().filter(|b| unicode(b) == unicode(a)) {
-                assert_eq!(same_ranges(&ranges, b), a == b, "{a:?} against {b:?}");
-            }
-        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use aho_corasick::AhoCorasick;
 
-use super::load::FastHash;
+use super::hash::FastHash;
 
 /// Bits per indexed window in a bitmap: a text position hashes onto a set bit by chance about
 /// once in this many. Fewer bits keep the bitmap in a core's cache (80 KB at 10,000 literals

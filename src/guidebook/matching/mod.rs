@@ -1,0 +1,28 @@
+//! Matching: which guidelines' patterns match a file's content, found without trying most of
+//! them, and which repositories a guideline is scoped to. Reads nothing; built with a snapshot.
+//!
+//! - `pattern`: one pattern's limits, parse, compile, and the validation that bounds its size
+//!   without compiling it.
+//! - `index`: the literals each pattern is found by, and how a hit is confirmed.
+//! - `literals`: the literal scan, every occurrence of every indexed literal in one pass.
+//! - `confirm`: confirming a literal hit (at the hit, anchored, or split around it), and the
+//!   bounded caches of what it compiles.
+//! - `matcher`: [`PatternMatcher`], a snapshot's patterns indexed and ready to mark matches.
+//! - `hash`: the hash of the index's tables and the validator's memo.
+//! - `scope`: repository globs.
+
+mod confirm;
+mod hash;
+mod index;
+mod literals;
+mod matcher;
+mod pattern;
+mod scope;
+
+pub use index::Index;
+pub(crate) use index::{index_of, index_of_hir};
+pub(crate) use matcher::PatternMatcher;
+pub(crate) use pattern::{
+    compile_pattern, one_line_regex_error, parse_and_validate, MAX_PATTERN_LEN,
+};
+pub(crate) use scope::{build_glob_sets, compile_repository_glob};
