@@ -550,13 +550,13 @@ mod tests {
     fn the_sample_guidebook_takes_the_fast_path() {
         use crate::guidebook::load::{parse_guideline_with, Yaml};
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("guidebook");
-        let files = crate::guidebook::load::find_guideline_files(&root).unwrap();
+        let files = crate::guidebook::find_guideline_files(&root).unwrap();
         assert!(files.len() >= 10);
         for (path, _) in files {
             let text = std::fs::read_to_string(&path).unwrap();
             let node = parse(&text).unwrap_or_else(|| panic!("{}", path.display()));
             assert!(
-                <super::super::load::RawGuideline as serde::Deserialize>::deserialize(&node)
+                <super::super::yaml::RawGuideline as serde::Deserialize>::deserialize(&node)
                     .is_ok(),
                 "{}",
                 path.display()
@@ -609,7 +609,7 @@ mod tests {
                 if mutation.is_none() && reference.is_ok() {
                     valid.fetch_add(1, Ordering::Relaxed);
                     if parse(&text).is_some_and(|n| {
-                        <super::super::load::RawGuideline as serde::Deserialize>::deserialize(&n)
+                        <super::super::yaml::RawGuideline as serde::Deserialize>::deserialize(&n)
                             .is_ok()
                     }) {
                         fast.fetch_add(1, Ordering::Relaxed);

@@ -9,15 +9,18 @@ pub(crate) mod load;
 mod matching;
 mod reload;
 mod snapshot;
+mod walk;
+mod yaml;
 
 pub use cache::CACHE_FILE_NAME;
 pub use examples::{run_examples, ExampleFailure, ExampleReport};
 pub use guideline::{Example, Expect, Guideline};
-pub use load::{find_guideline_files, parse_guideline, LoadError, GUIDELINE_FILE_NAME};
+pub use load::{parse_guideline, LoadError};
 pub use matching::Index;
 pub use reload::{CacheWrite, Guidebook, ReloadOutcome};
 pub(crate) use snapshot::marked;
 pub use snapshot::{Applicability, ApplicabilityKey, CompiledGuideline, GuidelineSnapshot};
+pub use walk::{find_guideline_files, GUIDELINE_FILE_NAME};
 
 /// Test support: `yaml` written as `root/dir/guideline.yaml` (directories created); its path.
 #[cfg(test)]

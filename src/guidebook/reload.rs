@@ -10,8 +10,9 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 
 use super::guideline::Guideline;
-use super::load::{find_guideline_files, parse_guideline, MAX_GUIDELINE_BYTES};
+use super::load::{parse_guideline, MAX_GUIDELINE_BYTES};
 use super::snapshot::GuidelineSnapshot;
+use super::walk::find_guideline_files;
 use crate::watched::{read_text, FileState, LoadError, Stamp};
 
 /// What a reload did, for logs and tests.
