@@ -51,6 +51,7 @@ pub(crate) mod breaker;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub(crate) mod evaluation;
 pub(crate) mod explain;
 pub(crate) mod files;
 pub mod flags;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use ignore::{WalkBuilder, WalkState};
 
-use crate::engine::{evaluate_file, EvaluationMemo};
+use crate::evaluation::{evaluate_file, EvaluationMemo};
 use crate::guidebook::GuidelineSnapshot;
 use crate::repo::RepositoryResolver;
 
