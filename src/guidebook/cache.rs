@@ -19,9 +19,9 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::file_map::{FileMap, PathKey};
 use super::guideline::{Example, Guideline};
 use super::matching::Index;
-use super::reload::{FileMap, PathKey};
 use crate::language;
 use crate::watched::{FileState, ReadError, Stamp};
 

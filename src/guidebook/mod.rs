@@ -4,6 +4,7 @@
 mod cache;
 mod examples;
 mod fast_yaml;
+mod file_map;
 mod guideline;
 pub(crate) mod load;
 mod matching;

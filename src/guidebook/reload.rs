@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 
+use super::file_map::{FileMap, PathKey};
 use super::guideline::Guideline;
 use super::load::{parse_guideline, MAX_GUIDELINE_BYTES};
 use super::snapshot::GuidelineSnapshot;
@@ -36,29 +37,6 @@ pub struct Guidebook {
     /// written after a load that parsed or dropped something.
     cache: Option<(PathBuf, bool)>,
 }
-
-/// A guideline file's path as a map key: hashed and compared as bytes. `Path`'s own `Hash` and
-/// `Eq` parse components at every lookup (6 % of an idle check's CPU in perf); the paths of a
-/// walk (and of the cache, saved from one) are already normal, so bytes say the same.
-#[derive(Debug, Clone)]
-pub(crate) struct PathKey(pub PathBuf);
-
-impl PartialEq for PathKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.as_os_str() == other.0.as_os_str()
-    }
-}
-
-impl Eq for PathKey {}
-
-impl std::hash::Hash for PathKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        std::os::unix::ffi::OsStrExt::as_bytes(self.0.as_os_str()).hash(state);
-    }
-}
-
-/// Every guideline file's state, by path.
-pub(crate) type FileMap = HashMap<PathKey, FileState<Guideline>>;
 
 #[derive(Debug, Default)]
 struct ReloadState {
