@@ -15,10 +15,13 @@
 //! - [`search`]: the guidelines new for a session, within a token budget, recorded as shown.
 //! - [`explain`]: the same evaluation with its reasons, recording nothing.
 //! - [`scan`]: the same evaluation over a whole repository, in parallel: a dry run for authors.
-//! - [`engine`]: what every handler shares (guidebook, packs, flags, stores) and the evaluation
-//!   of files against a guideline snapshot.
+//! - [`engine`]: what every handler shares (guidebook, packs, flags, stores), and a change's
+//!   files evaluated over the free cores.
+//! - [`evaluation`]: one file against a guideline snapshot: its repository, language and the
+//!   applicable guidelines that match it.
 //! - [`guidebook`]: guideline files: load, validate, compile into an immutable
-//!   [`guidebook::GuidelineSnapshot`], hold it in `arc-swap`, reload it when files change.
+//!   [`guidebook::GuidelineSnapshot`], hold it in `arc-swap`, reload it when files change; its
+//!   `matching` holds everything about patterns.
 //! - [`prompt`]: prompt packs, the CRITICAL block, and `buildPrompt`'s phases fitted to budgets.
 //! - [`flags`]: `feature_flags.json`, its rollout, atomic writes, and the live flags.
 //! - [`breaker`]: the circuit breaker as a pure state machine, persisted through the store.

@@ -1,5 +1,21 @@
 //! Guideline files: the domain type, loading and validation, the compiled immutable snapshot
 //! that requests match against, and the live store that reloads it with last-good semantics.
+//!
+//! # Layout
+//!
+//! From the top; each part imports only parts below it:
+//! - `examples`: a guideline's `examples`, run against a snapshot (`guidebook test`).
+//! - `reload`: the live [`Guidebook`] (its snapshot behind `arc-swap`, the reload with
+//!   last-good versions); `cache`: the parse cache it reads at start and writes after;
+//!   `file_map`: every file's state by path, which both hold.
+//! - `snapshot`: the immutable [`GuidelineSnapshot`] requests match against.
+//! - `load`: one file's text into a validated [`Guideline`]; `yaml`: the file's YAML shapes
+//!   and the checks on each value; `fast_yaml`: the parser of the YAML subset guidelines are
+//!   written in.
+//! - `walk`: every `guideline.yaml` under a root.
+//! - `guideline`: the domain types.
+//! - `matching`: everything about patterns (compile and validation, the literal index, the
+//!   literal scan, confirmation, the hash) and repository globs.
 
 mod cache;
 mod examples;

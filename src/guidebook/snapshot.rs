@@ -1,5 +1,5 @@
 //! The immutable form of a guidebook that requests match against: guidelines sorted by id,
-//! their scopes, and their patterns indexed by the matching engine (`matcher.rs`: one
+//! their scopes, and their patterns indexed by the matching engine (`matching/`: one
 //! pass per file over every pattern's literals, candidates confirmed by regexes compiled on
 //! first need). Reads nothing; built by `reload`, shared through `arc-swap`.
 
@@ -68,7 +68,7 @@ pub struct GuidelineSnapshot {
     matcher: PatternMatcher,
     /// Every repository glob of every guideline, and the guideline each belongs to.
     /// Every distinct repository glob of every guideline, in sets of at most
-    /// [`GLOBS_PER_SET`], each with the guidelines of each of its globs.
+    /// `matching::scope::GLOBS_PER_SET`, each with the guidelines of each of its globs.
     repo_globs: Vec<(GlobSet, Vec<Vec<u32>>)>,
     /// Applicability per (repository, language) seen lately: working it out is a pass over
     /// every guideline, a search's largest cost after the scan at 10,000 guidelines.
