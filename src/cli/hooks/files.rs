@@ -241,7 +241,7 @@ pub fn write(
         None => None,
     };
     let mode = before.mode.unwrap_or(0o644);
-    let temp = create_new_numbered(&dir, |n| {
+    let temp = create_new_numbered(&dir, 0, |n| {
         format!(".{name}.guidebook-{}-{n}.tmp", std::process::id())
     })?;
     let (mut file, temp) = temp;
@@ -269,9 +269,10 @@ pub fn write(
 /// `O_CREAT|O_EXCL|O_NOFOLLOW` and mode 0600: never an existing file, never through a link.
 fn create_new_numbered(
     dir: &Path,
+    first: u32,
     name: impl Fn(u32) -> String,
 ) -> Result<(File, PathBuf), FileError> {
-    for n in 0..1000 {
+    for n in first..first.saturating_add(1000) {
         let path = dir.join(name(n));
         match OpenOptions::new()
             .write(true)
@@ -294,8 +295,23 @@ fn create_new_numbered(
 
 /// Writes `text` to a new backup `<name>.guidebook-<UTC>[-N].bak` in `dir`.
 fn backup(dir: &Path, name: &str, text: &str) -> Result<PathBuf, FileError> {
-    let stamp = backup_stamp(std::time::SystemTime::now());
-    let (mut file, path) = create_new_numbered(dir, |n| match n {
+    backup_at(dir, name, text, &backup_stamp(std::time::SystemTime::now()))
+}
+
+/// [`backup`] stamped `stamp`. Its counter is one past the highest of this stamp's backups, not
+/// the first free one: within one second a pruned `…Z.bak` must not be reused by a later
+/// backup, which would then sort as the oldest and be pruned next.
+fn backup_at(dir: &Path, name: &str, text: &str, stamp: &str) -> Result<PathBuf, FileError> {
+    let first = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| backup_order(name, &entry.file_name().into_string().ok()?))
+        .filter(|(s, _)| s == stamp)
+        .map(|(_, n)| n + 1)
+        .max()
+        .unwrap_or(0);
+    let (mut file, path) = create_new_numbered(dir, first, |n| match n {
         0 => format!("{name}.guidebook-{stamp}.bak"),
         n => format!("{name}.guidebook-{stamp}-{n}.bak"),
     })?;
@@ -364,6 +380,23 @@ fn prune_backups(dir: &Path, name: &str, written: Option<&Path>, now: &str) {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    /// Within one second, a backup after a pruned `…Z.bak` is `…Z-2.bak`, newer than `…Z-1`,
+    /// never the freed `…Z.bak`, which would sort as the oldest.
+    #[test]
+    fn a_backup_counts_past_the_highest_of_its_second() {
+        let dir = tempfile::tempdir().unwrap();
+        let stamp = "20261206T012345Z";
+        let first = backup_at(dir.path(), "s.json", "a", stamp).unwrap();
+        let second = backup_at(dir.path(), "s.json", "b", stamp).unwrap();
+        assert!(second.ends_with(format!("s.json.guidebook-{stamp}-1.bak")));
+        std::fs::remove_file(&first).unwrap();
+        let third = backup_at(dir.path(), "s.json", "c", stamp).unwrap();
+        assert!(
+            third.ends_with(format!("s.json.guidebook-{stamp}-2.bak")),
+            "{third:?}"
+        );
+    }
 
     fn user(path: &Path) -> Located {
         locate(path, &Scope::User).unwrap()
