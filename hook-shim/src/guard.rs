@@ -174,6 +174,22 @@ fn normalised(path: &str) -> Option<String> {
     (!path.is_empty()).then_some(path)
 }
 
+/// Whether [`check`] has anything to judge in `event`: a shell command or an edit about to run.
+/// Every other event (every `PostToolUse`, the hook's busiest path) needs no protected places.
+pub fn judges(event: &HookEvent) -> bool {
+    event.name == EventName::PreToolUse
+        && event.tool.as_ref().is_some_and(|tool| {
+            matches!(
+                tool.input,
+                ToolInput::Shell {
+                    command: Some(_),
+                    ..
+                } | ToolInput::Patch(_)
+                    | ToolInput::EditFile(Some(_))
+            )
+        })
+}
+
 /// The deny reason for `event` when it would lift a guardrail, else `None`. Only a tool call
 /// about to run (`PreToolUse`, Gemini CLI's `BeforeTool`) is judged.
 pub fn check(event: &HookEvent, protected: &Protected) -> Option<String> {
@@ -259,8 +275,7 @@ fn judge(text: &str, dir: Option<&str>, protected: &Protected, depth: usize) -> 
     {
         return Some(what);
     }
-    let names_us = words(&commands).iter().any(|w| basename(w) == "guidebook")
-        || commands.contains("guidebook");
+    let names_us = commands.contains("guidebook");
     let looked_up_us = segments(&commands).iter().any(|segment| {
         let words = words(segment);
         strip_wrappers(&words).is_some_and(|(program, args)| {
@@ -368,9 +383,9 @@ const READERS: &[&str] = &[
 /// nor runs nor writes anything.
 fn is_reader(program: &str, args: &[String]) -> bool {
     match program {
+        // `-i`, `-ni`, `-i.bak`, `--in-place`: it writes the file back.
         "sed" => !args.iter().any(|a| {
-            a.starts_with("-i")
-                || a.starts_with("--in-place")
+            a.starts_with("--in-place")
                 || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
         }),
         "find" => !args.iter().any(|a| {

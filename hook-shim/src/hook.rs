@@ -8,6 +8,8 @@
 //! only in how a request body reaches the sidecar. So a `tools/call hook` answers exactly what
 //! the command hook prints for the same event.
 
+use std::borrow::Borrow;
+
 use serde_json::Value;
 
 use crate::breaker::{self, BreakerAction, BreakerVerdict};
@@ -52,10 +54,20 @@ impl HookPlan {
     /// The plan for `event`, or `None` when the hook has nothing to ask and prints nothing.
     /// The event is read once, into a [`HookEvent`] that the guard, the planner and the breaker
     /// share; a call the guard denies asks the sidecar nothing.
-    pub fn of(event: &Value, protected: &Protected) -> Option<HookPlan> {
+    ///
+    /// `protected` gives the places the guard keeps the agent from; it is called only for an
+    /// event the guard judges (a shell command or an edit about to run), so no other event pays
+    /// for finding them.
+    pub fn of<P: Borrow<Protected>>(
+        event: &Value,
+        protected: impl FnOnce() -> P,
+    ) -> Option<HookPlan> {
         let event = HookEvent::read(event)?;
         let shape = Shape::of(&event);
-        if let Some(reason) = guard::check(&event, protected) {
+        let denied = guard::judges(&event)
+            .then(|| guard::check(&event, protected().borrow()))
+            .flatten();
+        if let Some(reason) = denied {
             return Some(HookPlan {
                 shape,
                 action: Action::Nothing,
@@ -120,12 +132,12 @@ impl HookPlan {
 }
 
 /// The line a hook prints for `event` (without its newline), or `None` for no output:
-/// [`HookPlan::of`] then [`HookPlan::run`]. `protected` are the sidecar's places the agent may
-/// not touch (see [`guard`]).
-pub fn handle_event(
+/// [`HookPlan::of`] then [`HookPlan::run`]. `protected` gives the sidecar's places the agent
+/// may not touch (see [`guard`]), when the event needs them.
+pub fn handle_event<P: Borrow<Protected>>(
     event: &Value,
     max_tokens: Option<u64>,
-    protected: &Protected,
+    protected: impl FnOnce() -> P,
     link: &mut dyn SidecarLink,
 ) -> Option<String> {
     HookPlan::of(event, protected)?.run(max_tokens, link)
@@ -174,7 +186,7 @@ mod tests {
         let event =
             json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Read"});
         assert_eq!(
-            handle_event(&event, None, &Protected::default(), &mut link),
+            handle_event(&event, None, Protected::default, &mut link),
             None
         );
         assert!(link.asked.is_empty());
@@ -187,7 +199,7 @@ mod tests {
         )]);
         let event = json!({"session_id": "s", "hook_event_name": "PostToolUse",
             "tool_name": "Write", "tool_input": {"file_path": "/p/a.py"}});
-        let line = handle_event(&event, Some(2000), &Protected::default(), &mut link).unwrap();
+        let line = handle_event(&event, Some(2000), Protected::default, &mut link).unwrap();
         assert_eq!(
             line,
             r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"Adaptive Guidebook guidelines relevant to the latest changes:\n\n[a]\nDo A."}}"#
@@ -207,14 +219,14 @@ mod tests {
             json!({"session_id": "s", "hook_event_name": "SessionStart", "source": "clear"});
         let mut down = scripted(vec![Err(())]);
         assert_eq!(
-            handle_event(&event, None, &Protected::default(), &mut down),
+            handle_event(&event, None, Protected::default, &mut down),
             None
         );
         let mut refusing = scripted(vec![Ok(
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}"#,
         )]);
         assert_eq!(
-            handle_event(&event, None, &Protected::default(), &mut refusing),
+            handle_event(&event, None, Protected::default, &mut refusing),
             None
         );
         assert_eq!(refusing.reports, ["sidecar error -32602: no"]);
@@ -227,7 +239,7 @@ mod tests {
         )]);
         let event = json!({"session_id": "s", "hook_event_name": "PreToolUse",
             "tool_name": "apply_patch", "tool_input": {"command": "*** Begin Patch\n*** End Patch\n"}});
-        let line = handle_event(&event, None, &Protected::default(), &mut link).unwrap();
+        let line = handle_event(&event, None, Protected::default, &mut link).unwrap();
         assert_eq!(
             line,
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"Stop."}}"#
@@ -244,7 +256,7 @@ mod tests {
         let mut link = scripted(vec![]);
         let event = json!({"session_id": "s", "hook_event_name": "PreToolUse",
             "tool_name": "Bash", "tool_input": {"command": "guidebook breaker reset --session s"}});
-        let line = handle_event(&event, None, &Protected::default(), &mut link).unwrap();
+        let line = handle_event(&event, None, Protected::default, &mut link).unwrap();
         let output: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(
             output["hookSpecificOutput"]["permissionDecision"], "deny",

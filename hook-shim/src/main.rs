@@ -95,8 +95,7 @@ fn run(started: Instant) {
         }
     };
     let socket = socket_flag.or_else(default_socket);
-    let protected = protected_places(socket.as_deref());
-    let Some(hook) = HookPlan::of(&event, &protected) else {
+    let Some(hook) = HookPlan::of(&event, || protected_places(socket.as_deref())) else {
         return;
     };
     if let Some(nothing) = guidebook_hook::nothing(hook.shape.host) {
@@ -192,10 +191,7 @@ impl SidecarLink for NoSidecar {
 /// sidecar's own sample shows. The guidebook root stays free to use.
 fn protected_places(socket: Option<&std::path::Path>) -> Protected {
     let home = env_nonempty("HOME").map(PathBuf::from);
-    let sidecar_home = env_nonempty("ADAPTIVE_GUIDEBOOK_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".adaptive-guidebook")));
-    let Some(sidecar_home) = sidecar_home else {
+    let Some(sidecar_home) = sidecar_home() else {
         return Protected::new(
             &socket.map(PathBuf::from).into_iter().collect::<Vec<_>>(),
             None,
@@ -289,10 +285,16 @@ fn default_socket() -> Option<PathBuf> {
     if let Some(socket) = env_nonempty("ADAPTIVE_GUIDEBOOK_SOCKET") {
         return Some(socket.into());
     }
-    if let Some(home) = env_nonempty("ADAPTIVE_GUIDEBOOK_HOME") {
-        return Some(PathBuf::from(home).join("sidecar.sock"));
-    }
-    env_nonempty("HOME").map(|home| PathBuf::from(home).join(".adaptive-guidebook/sidecar.sock"))
+    sidecar_home().map(|home| home.join("sidecar.sock"))
+}
+
+/// The sidecar's home directory: `ADAPTIVE_GUIDEBOOK_HOME`, else `$HOME/.adaptive-guidebook`.
+fn sidecar_home() -> Option<PathBuf> {
+    env_nonempty("ADAPTIVE_GUIDEBOOK_HOME")
+        .map(PathBuf::from)
+        .or_else(|| {
+            env_nonempty("HOME").map(|home| PathBuf::from(home).join(".adaptive-guidebook"))
+        })
 }
 
 /// An environment variable, treating an empty value as unset.

@@ -72,7 +72,7 @@ impl GuidebookMcp {
         let answer = guidebook_hook::hook::handle_event(
             &event,
             self.options.max_tokens,
-            &self.protected,
+            || &*self.protected,
             &mut link,
         );
         match answer {

@@ -26,19 +26,32 @@ pub fn send_request(stream: &mut UnixStream, body: &[u8]) {
         .and_then(|()| stream.write_all(body));
 }
 
-/// Reads a whole response to EOF and returns its status and (de-chunked) body.
-pub fn read_response(stream: &mut UnixStream) -> (u16, Vec<u8>) {
+/// Reads `stream` to EOF within [`WATCHDOG`], failing the test with `hung` if the daemon keeps
+/// it open longer; another error (a reset) comes back with what was read before it.
+pub fn read_to_end_bounded(
+    stream: &mut UnixStream,
+    hung: &str,
+) -> (Vec<u8>, Option<std::io::Error>) {
     stream.set_read_timeout(Some(WATCHDOG)).unwrap();
     let mut raw = Vec::new();
-    if let Err(e) = stream.read_to_end(&mut raw) {
-        let hung = matches!(
+    let error = stream.read_to_end(&mut raw).err();
+    if let Some(e) = &error {
+        let timed_out = matches!(
             e.kind(),
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
         );
-        assert!(
-            !hung,
-            "the sidecar hung: no complete answer within {WATCHDOG:?}"
-        );
+        assert!(!timed_out, "{hung}");
+    }
+    (raw, error)
+}
+
+/// Reads a whole response to EOF and returns its status and (de-chunked) body.
+pub fn read_response(stream: &mut UnixStream) -> (u16, Vec<u8>) {
+    let (raw, error) = read_to_end_bounded(
+        stream,
+        &format!("the sidecar hung: no complete answer within {WATCHDOG:?}"),
+    );
+    if let Some(e) = error {
         // A reset after the whole response arrived is fine; the parse below checks that.
         assert!(!raw.is_empty(), "reading the response: {e}");
     }
