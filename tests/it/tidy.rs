@@ -387,3 +387,33 @@ fn the_cli_takes_only_wire_types_from_the_rpc_layer() {
         ["handle"]
     );
 }
+
+/// README.md is the short front door and ARCHITECTURE.md a one-screen map plus invariants:
+/// history, long figures and decisions go to docs/.
+#[test]
+fn the_front_door_and_the_map_stay_short() {
+    for (file, most) in [("README.md", 200), ("ARCHITECTURE.md", 150)] {
+        let lines = std::fs::read_to_string(manifest_dir().join(file))
+            .unwrap()
+            .lines()
+            .count();
+        assert!(lines <= most, "{file} has {lines} lines, more than {most}");
+    }
+}
+
+/// `cargo install` builds the release profile: it ships stripped, without debug info; line
+/// tables and symbols are the profiling profile's.
+#[test]
+fn the_release_build_is_stripped() {
+    let manifest: toml_edit::DocumentMut =
+        std::fs::read_to_string(manifest_dir().join("Cargo.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+    let release = &manifest["profile"]["release"];
+    assert_eq!(release["strip"].as_bool(), Some(true), "{release}");
+    assert!(release.get("debug").is_none(), "{release}");
+    let profiling = &manifest["profile"]["profiling"];
+    assert_eq!(profiling["inherits"].as_str(), Some("release"));
+    assert_eq!(profiling["debug"].as_str(), Some("line-tables-only"));
+}
