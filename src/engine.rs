@@ -52,6 +52,8 @@ pub struct Engine {
     /// The calls being served now (counted by the RPC layer): a search enlists helpers only
     /// when it is the only one.
     pub calls: InFlight,
+    /// Shell commands between their begin and their end, and the repositories' watchers.
+    pub shell: crate::shell_writes::ShellWrites,
     pub started: Instant,
 }
 
@@ -248,6 +250,11 @@ impl Engine {
             matching: Gate::new(EVALUATIONS_PER_CORE * cores),
             helpers: Helpers::new(cores - 1),
             calls: InFlight::default(),
+            // The watchers' barrier files live beside the database, in the sidecar's directory.
+            shell: crate::shell_writes::ShellWrites::new(
+                settings.db.with_file_name("shell-barrier"),
+                settings.max_file_bytes,
+            ),
             presentations: PresentationStore::new(db),
             started: Instant::now(),
             settings,

@@ -15,6 +15,8 @@
 //! - [`search`]: the guidelines new for a session, within a token budget, recorded as shown.
 //! - [`explain`]: the same evaluation with its reasons, recording nothing.
 //! - [`scan`]: the same evaluation over a whole repository, in parallel: a dry run for authors.
+//! - [`shell_writes`]: what an agent's shell command changed (pre-images of the files it names,
+//!   a watcher per repository) and the lines it wrote, for `endShellCommand`'s search.
 //! - [`engine`]: what every handler shares (guidebook, packs, flags, stores), and a change's
 //!   files evaluated over the free cores.
 //! - [`evaluation`]: one file against a guideline snapshot: its repository, language and the
@@ -71,6 +73,7 @@ pub(crate) mod scan;
 pub(crate) mod search;
 pub mod server;
 pub(crate) mod service;
+pub mod shell_writes;
 pub(crate) mod store;
 pub(crate) mod time;
 pub mod tokens;

@@ -255,7 +255,7 @@ fn judge_command(text: &str, dir: Option<&str>, protected: &Protected) -> Option
 }
 
 /// Shells whose `-c` argument is a command text of its own.
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "fish"];
+pub(crate) const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "fish"];
 
 /// Words that open or join a shell construct and run no program themselves.
 const KEYWORDS: &[&str] = &[
@@ -327,12 +327,12 @@ fn judge(text: &str, dir: Option<&str>, protected: &Protected, depth: usize) -> 
 }
 
 /// A program's file name: `/usr/bin/guidebook` → `guidebook`.
-fn basename(program: &str) -> &str {
+pub(crate) fn basename(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
 }
 
 /// The script of `sh -c SCRIPT` (also `-lc`, `-ec`, …), if these are such a shell's arguments.
-fn dash_c(args: &[String]) -> Option<&str> {
+pub(crate) fn dash_c(args: &[String]) -> Option<&str> {
     let at = args
         .iter()
         .position(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'))?;
@@ -381,7 +381,7 @@ const READERS: &[&str] = &[
 
 /// Whether `program args` only reads: a reader, `sed` without `-i`, `find` that neither deletes
 /// nor runs nor writes anything.
-fn is_reader(program: &str, args: &[String]) -> bool {
+pub(crate) fn is_reader(program: &str, args: &[String]) -> bool {
     match program {
         // `-i`, `-ni`, `-i.bak`, `--in-place`: it writes the file back.
         "sed" => !args.iter().any(|a| {
@@ -520,7 +520,7 @@ fn redirects_into(segment: &str, protected: &Protected) -> bool {
 
 /// The command text without its heredoc bodies (data, not commands), and the bodies that are
 /// patches handed to `apply_patch`.
-fn split_heredocs(text: &str) -> (String, Vec<String>) {
+pub(crate) fn split_heredocs(text: &str) -> (String, Vec<String>) {
     let mut commands = String::new();
     let mut patches = Vec::new();
     let mut lines = text.lines();
@@ -622,7 +622,7 @@ fn words(segment: &str) -> Vec<String> {
 /// The program a simple command runs and its arguments, past variable assignments and the
 /// wrappers that run another program (`env`, `sudo`, `command`, `exec`, `nohup`, `time`,
 /// `nice`, `timeout`, `xargs`).
-fn strip_wrappers(words: &[String]) -> Option<(&str, &[String])> {
+pub(crate) fn strip_wrappers(words: &[String]) -> Option<(&str, &[String])> {
     let mut i = 0;
     loop {
         let word = words.get(i)?;

@@ -107,7 +107,10 @@ impl HookPlan {
                         .map(|call| call.envelope(1))
                         .unwrap_or_default()
                 };
-                match link.exchange(&body, true) {
+                // A shell command about to run never waits for a sidecar to start: its end
+                // may start one, and without a begin its named targets are still searched.
+                let may_start = !matches!(action, Action::BeginShell(_));
+                match link.exchange(&body, may_start) {
                     Ok(response) => match parse_response(&response) {
                         Ok(result) => Some(result),
                         Err(e) => {

@@ -11,6 +11,8 @@
 //!   [`changed_files`] names the files a tool call changed.
 //! - `patch`: the files an `apply_patch` patch, its result summary, or a shell heredoc touches.
 //! - `paths`: lexical resolution of relative paths against `cwd`.
+//! - [`shell_writes`]: the files a shell command may write, read from its text, for the
+//!   sidecar's `beginShellCommand` / `endShellCommand`.
 //! - [`protocol`]: the sidecar's JSON-RPC for every client: method names, params builders,
 //!   envelopes, batches, response parsing and one `call`.
 //! - `output`: [`render_hook`] and [`render_search`], the one line the hook prints.
@@ -44,6 +46,7 @@ mod patch;
 mod paths;
 mod plan;
 pub mod protocol;
+pub mod shell_writes;
 
 pub use output::{nothing, render_hook, render_search, Shape};
 pub use plan::{changed_files, changed_files_of, plan, plan_event, Action};

@@ -64,7 +64,7 @@ pub fn render_hook(
     verdict: &BreakerVerdict,
 ) -> Option<String> {
     let guidelines = match (action, search) {
-        (Action::Search { .. }, Some(result)) => search_text(result),
+        (Action::Search { .. } | Action::EndShell(_), Some(result)) => search_text(result),
         _ => None,
     };
     match verdict {

@@ -7,7 +7,8 @@ use serde_json::Value;
 use crate::event::{Command, EventName, HookEvent, ToolCall, ToolInput};
 use crate::patch::{patch_targets, shell_patches, summary_targets};
 use crate::paths::{resolve, resolve_dir};
-use crate::protocol::{method, Call, Search, SessionCall};
+use crate::protocol::{method, BeginShellCommand, Call, EndShellCommand, Search, SessionCall};
+use crate::shell_writes::{call_id, ShellWrites};
 
 /// What the sidecar should be asked after one hook event.
 ///
@@ -26,6 +27,12 @@ pub enum Action {
     /// Ask `resetSession` to forget what the session was shown, because the agent's context
     /// was compacted or cleared and no longer holds those guidelines.
     ResetSession { session_id: String },
+    /// A shell command that may write files is about to run (`beginShellCommand`): the
+    /// sidecar keeps what it names as it is now. Its answer is not shown.
+    BeginShell(BeginShellCommand),
+    /// That command has run (`endShellCommand`): guidelines for the files it changed, as a
+    /// `search` answers them.
+    EndShell(EndShellCommand),
 }
 
 impl Action {
@@ -35,6 +42,8 @@ impl Action {
             Action::Nothing => None,
             Action::Search { .. } => Some(method::SEARCH),
             Action::ResetSession { .. } => Some(method::RESET_SESSION),
+            Action::BeginShell(_) => Some(method::BEGIN_SHELL_COMMAND),
+            Action::EndShell(_) => Some(method::END_SHELL_COMMAND),
         }
     }
 
@@ -58,6 +67,15 @@ impl Action {
             Action::ResetSession { session_id } => {
                 Some(SessionCall::reset_session(session_id).call())
             }
+            Action::BeginShell(begin) => Some(begin.call()),
+            Action::EndShell(end) => Some(
+                EndShellCommand {
+                    deadline_ms: Some(deadline_ms),
+                    max_tokens,
+                    ..end.clone()
+                }
+                .call(),
+            ),
         }
     }
 }
@@ -83,7 +101,7 @@ pub fn plan_event(event: &HookEvent) -> Action {
         EventName::PostToolUse | EventName::PostToolUseFailure => {
             let filepaths = changed_files_of(event);
             if filepaths.is_empty() {
-                Action::Nothing
+                shell_writes_of(event, false)
             } else {
                 Action::Search {
                     session_id,
@@ -95,7 +113,49 @@ pub fn plan_event(event: &HookEvent) -> Action {
             Action::ResetSession { session_id }
         }
         EventName::PostCompact => Action::ResetSession { session_id },
+        EventName::PreToolUse => shell_writes_of(event, true),
         _ => Action::Nothing,
+    }
+}
+
+/// A shell command that may write files: before it runs, [`Action::BeginShell`]; after,
+/// [`Action::EndShell`] (see [`crate::shell_writes`]). A command that only reads, and any
+/// other tool, asks nothing.
+fn shell_writes_of(event: &HookEvent, before: bool) -> Action {
+    let Some(ToolCall {
+        input: ToolInput::Shell {
+            command: Some(command),
+            ..
+        },
+        ..
+    }) = &event.tool
+    else {
+        return Action::Nothing;
+    };
+    let dir = event.command_dir();
+    let writes = ShellWrites::of(command, dir.as_deref());
+    if writes.read_only {
+        return Action::Nothing;
+    }
+    let session_id = event.session_id.clone();
+    let call_id = call_id(command);
+    if before {
+        Action::BeginShell(BeginShellCommand {
+            session_id,
+            call_id,
+            dir,
+            targets: writes.targets,
+            mentioned: writes.mentioned,
+        })
+    } else {
+        Action::EndShell(EndShellCommand {
+            session_id,
+            call_id,
+            dir,
+            targets: writes.targets,
+            deadline_ms: None,
+            max_tokens: None,
+        })
     }
 }
 
@@ -306,12 +366,26 @@ mod tests {
         );
     }
 
+    /// A command that may write files (`cargo test` may) ends a shell command: the sidecar
+    /// searches what it changed (see `shell_writes`); a reader asks nothing.
     #[test]
-    fn codex_bash_without_patch_asks_nothing() {
-        assert_eq!(
-            plan(&fixture!("codex_post_tool_use_bash_no_patch.json")),
-            Action::Nothing
-        );
+    fn codex_bash_without_patch_ends_a_shell_command() {
+        let Action::EndShell(end) = plan(&fixture!("codex_post_tool_use_bash_no_patch.json"))
+        else {
+            panic!("not the end of a shell command");
+        };
+        assert_eq!(end.dir.as_deref(), Some("/home/dev/proj"));
+        assert!(end.targets.is_empty());
+        let mut reader = fixture!("codex_post_tool_use_bash_no_patch.json");
+        reader["tool_input"]["command"] = json!("git status && ls src");
+        assert_eq!(plan(&reader), Action::Nothing);
+        reader["hook_event_name"] = json!("PreToolUse");
+        assert_eq!(plan(&reader), Action::Nothing);
+        reader["tool_input"]["command"] = json!("sed -i s/a/b/ src/A.kt");
+        let Action::BeginShell(begin) = plan(&reader) else {
+            panic!("not the begin of a shell command");
+        };
+        assert_eq!(begin.targets, ["/home/dev/proj/src/A.kt"]);
     }
 
     const GEMINI_SESSION: &str = "6b1f8c2e-4d3a-4e5f-9a7b-2c1d0e9f8a76";

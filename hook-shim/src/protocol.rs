@@ -32,10 +32,12 @@ pub mod method {
     pub const RECORD_QC_REVIEW: &str = "recordQcReview";
     pub const RECORD_SESSION_TOKENS: &str = "recordSessionTokens";
     pub const AB_ASSIGN: &str = "abAssign";
+    pub const BEGIN_SHELL_COMMAND: &str = "beginShellCommand";
+    pub const END_SHELL_COMMAND: &str = "endShellCommand";
     pub const DISCOVER: &str = "rpc.discover";
 
     /// All of them, in the order the OpenRPC document lists them.
-    pub const ALL: [&str; 16] = [
+    pub const ALL: [&str; 18] = [
         SEARCH,
         EXPLAIN,
         RESET_SESSION,
@@ -51,6 +53,8 @@ pub mod method {
         RECORD_QC_REVIEW,
         RECORD_SESSION_TOKENS,
         AB_ASSIGN,
+        BEGIN_SHELL_COMMAND,
+        END_SHELL_COMMAND,
         DISCOVER,
     ];
 }
@@ -188,6 +192,57 @@ impl Search {
             .opt("deadlineMs", self.deadline_ms)
             .opt("maxTokens", self.max_tokens)
             .call(method::SEARCH)
+    }
+}
+
+/// `beginShellCommand`: a shell command is about to run; keep what it may write as it is now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BeginShellCommand {
+    pub session_id: String,
+    /// Ties the command's begin to its end (the shim's: a hash of the command text).
+    pub call_id: String,
+    /// The absolute directory it runs in (its repository is the one watched).
+    pub dir: Option<String>,
+    /// Files it writes by name.
+    pub targets: Vec<String>,
+    /// Other files it names.
+    pub mentioned: Vec<String>,
+}
+
+impl BeginShellCommand {
+    pub fn call(&self) -> Call {
+        Members::new()
+            .put("sessionId", self.session_id.as_str())
+            .put("callId", self.call_id.as_str())
+            .opt("dir", self.dir.as_deref())
+            .put("targets", self.targets.as_slice())
+            .put("mentioned", self.mentioned.as_slice())
+            .call(method::BEGIN_SHELL_COMMAND)
+    }
+}
+
+/// `endShellCommand`: the command has run; search the files it changed, as `search` does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndShellCommand {
+    pub session_id: String,
+    pub call_id: String,
+    pub dir: Option<String>,
+    /// Files it writes by name (searched even when its begin was never seen).
+    pub targets: Vec<String>,
+    pub deadline_ms: Option<u64>,
+    pub max_tokens: Option<u64>,
+}
+
+impl EndShellCommand {
+    pub fn call(&self) -> Call {
+        Members::new()
+            .put("sessionId", self.session_id.as_str())
+            .put("callId", self.call_id.as_str())
+            .opt("dir", self.dir.as_deref())
+            .put("targets", self.targets.as_slice())
+            .opt("deadlineMs", self.deadline_ms)
+            .opt("maxTokens", self.max_tokens)
+            .call(method::END_SHELL_COMMAND)
     }
 }
 

@@ -3,9 +3,11 @@
 //! module knows wire types.
 
 pub mod ab_assign;
+pub mod begin_shell_command;
 pub mod breaker_status;
 pub mod build_prompt;
 pub mod discover;
+pub mod end_shell_command;
 pub mod errors;
 pub mod explain;
 pub mod get_flags;
@@ -74,6 +76,14 @@ pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
         record_session_tokens::handle(e, p)
     });
     blocking(&mut m, method::AB_ASSIGN, |e, p, _| ab_assign::handle(e, p));
+    // Shell commands that write files: a begin keeps what the command names, an end searches
+    // what it changed.
+    blocking(
+        &mut m,
+        method::BEGIN_SHELL_COMMAND,
+        begin_shell_command::handle,
+    );
+    blocking(&mut m, method::END_SHELL_COMMAND, end_shell_command::handle);
     m.register_method(method::DISCOVER, |p, _, _| {
         parse::<discover::Params>(&p)
             .map(|_| discover::handle())
