@@ -100,6 +100,8 @@ fn bench(c: &mut Criterion) {
                     filepaths: paths.clone(),
                     deadline_ms: None,
                     max_tokens,
+                    written: None,
+                    contents: None,
                 };
                 let found = search::handle(&engine, params, Instant::now()).unwrap();
                 assert!(!found.is_empty());

@@ -13,8 +13,11 @@ use std::time::{Duration, Instant};
 
 use crate::breaker::Breaker;
 use crate::config::Settings;
-use crate::evaluation::{evaluate_content, EvaluationMemo};
+use crate::evaluation::{evaluate_content, EvaluationMemo, FileEdit};
 pub use crate::evaluation::{FileEvaluation, GuidelineMatch};
+
+/// What a caller knows of each changed file's edit, by the path as it gave it.
+pub type Edits = HashMap<String, FileEdit>;
 use crate::files;
 use crate::flags::Flags;
 use crate::guidebook::{Guidebook, GuidelineSnapshot};
@@ -101,6 +104,8 @@ struct Batch {
     deadline: Option<Instant>,
     /// Each path once.
     paths: Vec<PathBuf>,
+    /// What the caller said of each path's edit, by position in `paths`.
+    edits: Vec<FileEdit>,
     /// The paths grouped by the file they name (see [`group_by_file`]): the unit of work,
     /// read once.
     groups: Vec<Vec<usize>>,
@@ -166,7 +171,12 @@ impl Batch {
             // One read for every path of the group; each path keeps its own repository and
             // language, so each is matched on its own.
             self.reads.fetch_add(1, Ordering::Relaxed);
-            let content = files::read_capped(&self.paths[group[0]], self.max_file_bytes);
+            // Content the caller gave for every path of the group needs no read.
+            let content = if group.iter().all(|&i| self.edits[i].content.is_some()) {
+                Err(files::Skip::NotFound)
+            } else {
+                files::read_capped(&self.paths[group[0]], self.max_file_bytes)
+            };
             claim.results = Some(
                 group
                     .iter()
@@ -177,6 +187,7 @@ impl Batch {
                             &self.repos,
                             path,
                             &content,
+                            &self.edits[i],
                             self.details,
                             &mut memo,
                         );
@@ -281,20 +292,24 @@ impl Engine {
         paths: &[&str],
         details: bool,
     ) -> Vec<FileEvaluation> {
-        self.evaluate_until(snapshot, paths, details, None)
+        self.evaluate_until(snapshot, paths, &Edits::new(), details, None)
             .unwrap_or_default()
     }
 
     /// Like [`Engine::evaluate`], but gives up (`None`) as soon as `deadline` has passed
     /// between two files, so a caller that has stopped waiting does not keep the daemon reading.
+    /// `edits` says, per path as given, what the caller knows of the edit (written lines,
+    /// content); a path it does not name has its written lines worked out if needed.
     pub fn evaluate_until(
         &self,
         snapshot: &Arc<GuidelineSnapshot>,
         paths: &[&str],
+        edits: &Edits,
         details: bool,
         deadline: Option<Instant>,
     ) -> Option<Vec<FileEvaluation>> {
-        self.evaluate_counted(snapshot, paths, details, deadline).0
+        self.evaluate_counted(snapshot, paths, edits, details, deadline)
+            .0
     }
 
     /// [`Engine::evaluate_until`], and how many files it read.
@@ -302,6 +317,7 @@ impl Engine {
         &self,
         snapshot: &Arc<GuidelineSnapshot>,
         paths: &[&str],
+        edits: &Edits,
         details: bool,
         deadline: Option<Instant>,
     ) -> (Option<Vec<FileEvaluation>>, usize) {
@@ -338,6 +354,15 @@ impl Engine {
                 done: 0,
                 lost: false,
             }),
+            edits: unique
+                .iter()
+                .map(|p| {
+                    p.to_str()
+                        .and_then(|p| edits.get(p))
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .collect(),
             paths: unique,
             groups,
             reads: AtomicUsize::new(0),
@@ -478,7 +503,8 @@ mod tests {
         ]
         .into();
         let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
-        let (evaluated, reads) = engine.evaluate_counted(&snapshot, &asked, true, None);
+        let (evaluated, reads) =
+            engine.evaluate_counted(&snapshot, &asked, &Edits::new(), true, None);
         let evaluated = evaluated.unwrap();
         assert_eq!(reads, 3, "f1 (four names), f0, and the missing file");
         let hits: Vec<usize> = evaluated.iter().map(|f| f.matches.len()).collect();
@@ -511,6 +537,7 @@ mod tests {
             .evaluate_until(
                 &snapshot,
                 &asked,
+                &Edits::new(),
                 false,
                 Some(Instant::now() + Duration::from_secs(60)),
             )

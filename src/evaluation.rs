@@ -1,15 +1,19 @@
 //! One file's evaluation against a guideline snapshot, the step `search`, `explain` and
-//! `guidebook scan` share: its repository and language, then which applicable guidelines match
-//! its content (with the first matching line of each, when asked). Reads: the file (capped),
-//! its repository identity. Writes nothing.
+//! `guidebook scan` share: its repository, language and path in the repository, then which
+//! applicable guidelines match its content (on the lines the edit wrote, for `in: changes`
+//! leaves), with the first matching line and each leaf's outcome when asked. Reads: the file
+//! (capped), its repository identity, and `git diff` when a `changes` leaf needs the written
+//! lines and the caller did not give them. Writes nothing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::files::{self, Skip};
-use crate::guidebook::{Applicability, ApplicabilityKey, GuidelineSnapshot};
-use crate::repo::RepositoryResolver;
+use crate::guidebook::{
+    Applicability, ApplicabilityKey, Edit, FilePlace, GuidelineSnapshot, LeafOutcome, Text, Written,
+};
+use crate::repo::{find_repository, RepositoryResolver};
 
 /// One file's evaluation.
 #[derive(Debug, Clone)]
@@ -26,6 +30,17 @@ pub struct FileEvaluation {
 pub struct GuidelineMatch {
     pub guideline: usize,
     pub first: Option<(usize, String)>,
+    /// With details: each leaf of its condition and where it held.
+    pub leaves: Vec<LeafOutcome>,
+}
+
+/// What the caller knows of one file's edit.
+#[derive(Debug, Clone, Default)]
+pub struct FileEdit {
+    /// The lines the edit wrote; `None`: worked out from `git diff HEAD` if a leaf needs them.
+    pub written: Option<Written>,
+    /// The content to match instead of the file on disk.
+    pub content: Option<Arc<Vec<u8>>>,
 }
 
 /// Which guidelines apply, per (repository, language): computed once per pair and reused.
@@ -37,7 +52,14 @@ pub type ApplicabilityCache = HashMap<ApplicabilityKey, Arc<Applicability>>;
 #[derive(Debug, Default)]
 pub struct EvaluationMemo {
     pub applicability: ApplicabilityCache,
-    repositories: HashMap<PathBuf, Option<String>>,
+    repositories: HashMap<PathBuf, Place>,
+}
+
+/// A directory's repository: its root and identity, or none.
+#[derive(Debug, Clone, Default)]
+struct Place {
+    root: Option<PathBuf>,
+    identity: Option<String>,
 }
 
 impl EvaluationMemo {
@@ -45,25 +67,36 @@ impl EvaluationMemo {
         Self::default()
     }
 
-    /// The identity of the repository holding `path`, looked up once per directory.
-    fn repository_of(&mut self, repos: &RepositoryResolver, path: &Path) -> Option<String> {
+    /// The repository holding `path` (root and identity), looked up once per directory.
+    fn place_of(&mut self, repos: &RepositoryResolver, path: &Path) -> Place {
+        let look = || match find_repository(path) {
+            Some(repo) => Place {
+                identity: repos.identity_of_root(&repo),
+                root: Some(repo.root),
+            },
+            None => Place::default(),
+        };
         let Some(dir) = path.parent() else {
-            return repos.identity_of(path);
+            return look();
         };
         if let Some(known) = self.repositories.get(dir) {
             return known.clone();
         }
-        let identity = repos.identity_of(path);
-        self.repositories
-            .insert(dir.to_path_buf(), identity.clone());
-        identity
+        let place = look();
+        self.repositories.insert(dir.to_path_buf(), place.clone());
+        place
+    }
+
+    #[cfg(test)]
+    fn repository_of(&mut self, repos: &RepositoryResolver, path: &Path) -> Option<String> {
+        self.place_of(repos, path).identity
     }
 }
 
 /// One file's evaluation against `snapshot`: its repository and language, then, unless it
 /// cannot be read, the applicable guidelines that match its first `max_file_bytes` (with the
-/// first line and pattern of each when `details`). The one per-file step of `search`,
-/// `explain` and `guidebook scan`.
+/// first line and pattern of each when `details`), every line counting as written. The
+/// per-file step of `guidebook scan`.
 pub fn evaluate_file(
     snapshot: &GuidelineSnapshot,
     repos: &RepositoryResolver,
@@ -73,51 +106,83 @@ pub fn evaluate_file(
     memo: &mut EvaluationMemo,
 ) -> FileEvaluation {
     let content = files::read_capped(path, max_file_bytes);
-    evaluate_content(snapshot, repos, path, &content, details, memo)
+    let edit = FileEdit {
+        written: Some(Written::All),
+        content: None,
+    };
+    evaluate_content(snapshot, repos, path, &content, &edit, details, memo)
 }
 
-/// [`evaluate_file`] on content already read (or the reason it could not be): what the paths
-/// that name one file share.
+/// [`evaluate_file`] on content already read (or the reason it could not be), with what the
+/// caller said of the edit: what the paths that name one file share. Content given in `edit`
+/// is matched instead of `content`.
 pub(crate) fn evaluate_content(
     snapshot: &GuidelineSnapshot,
     repos: &RepositoryResolver,
     path: &Path,
     content: &Result<files::FileContent, Skip>,
+    edit: &FileEdit,
     details: bool,
     memo: &mut EvaluationMemo,
 ) -> FileEvaluation {
     let language = crate::language::language_of(path);
-    let repository = memo.repository_of(repos, path);
-    match content {
-        Err(skip) => FileEvaluation {
-            repository,
-            language,
-            skipped: Some(skip.clone()),
-            matches: Vec::new(),
-        },
-        Ok(content) => {
-            let applicable = memo
-                .applicability
-                .entry((repository.clone(), language))
-                .or_insert_with(|| snapshot.applicability_kept(repository.as_deref(), language));
-            let matches = snapshot
-                .matching(&content.bytes, applicable)
-                .into_iter()
-                .map(|g| GuidelineMatch {
-                    guideline: g,
-                    first: details
-                        .then(|| snapshot.first_match(g, &content.bytes))
-                        .flatten()
-                        .map(|(line, p)| (line, p.to_string())),
-                })
-                .collect();
-            FileEvaluation {
+    let place = memo.place_of(repos, path);
+    let repository = place.identity.clone();
+    let bytes: &[u8] = match (&edit.content, content) {
+        (Some(given), _) => given,
+        (None, Ok(content)) => &content.bytes,
+        (None, Err(skip)) => {
+            return FileEvaluation {
                 repository,
                 language,
-                skipped: None,
-                matches,
+                skipped: Some(skip.clone()),
+                matches: Vec::new(),
             }
         }
+    };
+    let applicable = memo
+        .applicability
+        .entry((repository.clone(), language))
+        .or_insert_with(|| snapshot.applicability_kept(repository.as_deref(), language));
+    let relative = place
+        .root
+        .as_deref()
+        .and_then(|root| path.strip_prefix(root).ok());
+    let file_place = match relative {
+        Some(relative) => FilePlace::InRepository(relative),
+        None => FilePlace::Outside,
+    };
+    let root = place.root.as_deref();
+    let since_commit = || match root {
+        Some(root) => crate::changes::written_since_commit(root, path),
+        None => Written::All,
+    };
+    let edit = match &edit.written {
+        Some(written) => Edit::known(written.clone()),
+        None => Edit::lazy(since_commit),
+    };
+    let text = Text::new(bytes);
+    let matches = snapshot
+        .matching_in(&text, applicable, file_place, &edit)
+        .into_iter()
+        .map(|g| GuidelineMatch {
+            guideline: g,
+            first: details
+                .then(|| snapshot.first_match_in(g, &text, &edit))
+                .flatten()
+                .map(|(line, p)| (line, p.to_string())),
+            leaves: if details {
+                snapshot.guidelines[g].leaves(&text, &edit)
+            } else {
+                Vec::new()
+            },
+        })
+        .collect();
+    FileEvaluation {
+        repository,
+        language,
+        skipped: None,
+        matches,
     }
 }
 

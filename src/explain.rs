@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Engine;
+use crate::engine::{Edits, Engine};
 use crate::store::StoreError;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -31,8 +31,26 @@ pub struct ExplainedFile {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ExplainedMatch {
     pub id: String,
-    pub line: usize,
+    /// The 1-based line of the earliest match of a leaf not under `not`, and that leaf's
+    /// pattern; `None` for a condition that held with no such leaf (`not` alone).
+    pub line: Option<usize>,
+    pub pattern: Option<String>,
+    /// Every regex leaf of the guideline's condition, in the order written.
+    pub leaves: Vec<ExplainedLeaf>,
+}
+
+/// How one regex leaf came out in the file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ExplainedLeaf {
     pub pattern: String,
+    /// `file` or `changes`.
+    #[serde(rename = "in")]
+    pub within: String,
+    /// Under an odd number of `not`s: the condition wants it not to hold.
+    pub negated: bool,
+    pub held: bool,
+    /// The 1-based line of its first match that counts, when it held.
+    pub line: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -58,7 +76,7 @@ pub fn explain(
     filepaths: &[String],
     session_id: Option<&str>,
 ) -> Result<Explanation, StoreError> {
-    explain_until(engine, filepaths, session_id, None).map_err(|e| match e {
+    explain_until(engine, filepaths, &Edits::new(), session_id, None).map_err(|e| match e {
         ExplainError::Store(e) => e,
         ExplainError::DeadlineExceeded => unreachable!("no deadline was given"),
     })
@@ -69,6 +87,7 @@ pub fn explain(
 pub fn explain_until(
     engine: &Engine,
     filepaths: &[String],
+    edits: &Edits,
     session_id: Option<&str>,
     deadline: Option<Instant>,
 ) -> Result<Explanation, ExplainError> {
@@ -81,7 +100,7 @@ pub fn explain_until(
         .ok_or(ExplainError::DeadlineExceeded)?;
     let paths: Vec<&str> = filepaths.iter().map(String::as_str).collect();
     let evaluations = engine
-        .evaluate_until(&snapshot, &paths, true, deadline)
+        .evaluate_until(&snapshot, &paths, edits, true, deadline)
         .ok_or(ExplainError::DeadlineExceeded)?;
 
     let mut matched = BTreeSet::new();
@@ -98,11 +117,23 @@ pub fn explain_until(
                 .into_iter()
                 .map(|m| {
                     matched.insert(m.guideline);
-                    let (line, pattern) = m.first.unwrap_or((1, String::new()));
+                    let (line, pattern) = m.first.unzip();
+                    let g = &snapshot.guidelines[m.guideline].guideline;
                     ExplainedMatch {
-                        id: snapshot.guidelines[m.guideline].id().to_string(),
+                        id: g.id.clone(),
                         line,
                         pattern,
+                        leaves: m
+                            .leaves
+                            .iter()
+                            .map(|l| ExplainedLeaf {
+                                pattern: g.patterns[l.pattern].clone(),
+                                within: l.within.as_str().to_string(),
+                                negated: l.negated,
+                                held: l.line.is_some(),
+                                line: l.line,
+                            })
+                            .collect(),
                     }
                 })
                 .collect(),

@@ -19,8 +19,9 @@
 //!   a watcher per repository) and the lines it wrote, for `endShellCommand`'s search.
 //! - [`engine`]: what every handler shares (guidebook, packs, flags, stores), and a change's
 //!   files evaluated over the free cores.
-//! - [`evaluation`]: one file against a guideline snapshot: its repository, language and the
-//!   applicable guidelines that match it.
+//! - [`evaluation`]: one file against a guideline snapshot: its repository, language, path and
+//!   the applicable guidelines that match it (on the lines the edit wrote, where asked).
+//! - [`changes`]: the lines a file's edit wrote when the caller did not say: `git diff HEAD`.
 //! - [`guidebook`]: guideline files: load, validate, compile into an immutable
 //!   [`guidebook::GuidelineSnapshot`], hold it in `arc-swap`, reload it when files change; its
 //!   `matching` holds everything about patterns.
@@ -53,6 +54,7 @@
 //! and params builders) is `guidebook_hook::protocol`, shared with the hook shim.
 
 pub(crate) mod breaker;
+pub(crate) mod changes;
 pub mod cli;
 pub mod config;
 pub mod engine;

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::engine::Engine;
+use crate::engine::{Edits, Engine};
 use crate::guidebook::GuidelineSnapshot;
 use crate::store::StoreError;
 
@@ -18,6 +18,8 @@ use crate::store::StoreError;
 pub struct SearchRequest<'a> {
     pub session_id: &'a str,
     pub filepaths: &'a [String],
+    /// What the caller said of each file's edit (written lines, content).
+    pub edits: &'a Edits,
     /// Past it, nothing is recorded and the search fails.
     pub deadline: Option<Instant>,
     /// A token budget for the hook text the result forms (header and blocks).
@@ -61,7 +63,7 @@ pub fn search(
     let paths: Vec<&str> = request.filepaths.iter().map(String::as_str).collect();
     let mut matched = vec![false; snapshot.guidelines.len()];
     let evaluated = engine
-        .evaluate_until(&snapshot, &paths, false, request.deadline)
+        .evaluate_until(&snapshot, &paths, request.edits, false, request.deadline)
         .ok_or(SearchError::DeadlineExceeded)?;
     for file in evaluated {
         for m in file.matches {

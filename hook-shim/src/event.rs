@@ -54,6 +54,34 @@ pub struct ToolCall {
     /// The tool's output as text (`PostToolUse`): Codex's string (a legacy JSON string's
     /// `output` unwrapped), or Claude Code's `stdout`, `stderr` and `output` joined by newlines.
     pub output: Option<String>,
+    /// What a file-editing tool (Claude Code `Edit`/`Write`/`MultiEdit`, Gemini CLI
+    /// `write_file`/`replace`) says about the lines it wrote; `None` for other tools (an
+    /// `apply_patch`'s written lines come from its patch, in `written`).
+    pub edit: Option<EditReport>,
+}
+
+/// What a file-editing tool's event says about the lines its edit wrote, read by the host's
+/// reader; `written` turns it into line ranges of the file after the edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditReport {
+    /// Exactly these lines (1-based, inclusive ranges, ascending): from the tool's own diff of
+    /// the file (Claude Code's `structuredPatch`, Gemini CLI's `fileDiff`).
+    Lines(Vec<[u64; 2]>),
+    /// Every line of the file after the edit: a file created, or overwritten with no diff.
+    /// `content` is what was written, when the event carries it.
+    WholeFile { content: Option<String> },
+    /// `new` replaced `old`, once or (`all`) everywhere, with no diff in the event: found in
+    /// the file after the edit. `original` is the file before the edit, when the event has it.
+    Replace {
+        old: String,
+        new: String,
+        all: bool,
+        original: Option<String>,
+    },
+    /// The edit wrote nothing: it failed, or was held for review (Claude Code's `staged`).
+    Nothing,
+    /// Nothing the lines can be told from.
+    Unknown,
 }
 
 /// What a tool call asked for, in the terms the hook cares about.
@@ -172,10 +200,14 @@ fn read_gemini(event: &Value) -> Option<HookEvent> {
             .and_then(|r| r.get("llmContent"))
             .and_then(gemini_text)
             .map(|text| shell_output(&text).to_owned());
+        let edit = GEMINI_EDIT_TOOLS
+            .contains(&tool)
+            .then(|| gemini_edit(tool, input, event.get("tool_response")));
         ToolCall {
             name: tool.to_owned(),
             input: tool_input,
             output,
+            edit,
         }
     });
     Some(HookEvent {
@@ -240,6 +272,14 @@ fn read_codex_or_claude(event: &Value) -> Option<HookEvent> {
             .get("tool_response")
             .and_then(output_text)
             .or_else(|| str_field(event, "error").map(str::to_owned)),
+        edit: EDIT_TOOLS.contains(&tool).then(|| {
+            claude_edit(
+                tool,
+                &name,
+                event.get("tool_input"),
+                event.get("tool_response"),
+            )
+        }),
     });
     Some(HookEvent {
         host,
@@ -248,6 +288,205 @@ fn read_codex_or_claude(event: &Value) -> Option<HookEvent> {
         cwd: str_field(event, "cwd").map(str::to_owned),
         tool,
     })
+}
+
+/// Claude Code's `Edit`, `Write` and `MultiEdit` (2.1.x): `tool_response` is the tool's own
+/// result, with `structuredPatch` (jsdiff hunks of the whole file: `newStart`, `newLines`,
+/// `lines` marked `+`, `-` or a space), `originalFile`, and for `Write` its `type` (`create` or
+/// `update`) and `content`; `staged: true` when the edit was held for review, the file
+/// unchanged. A failed call (`PostToolUseFailure`) wrote nothing.
+fn claude_edit(
+    tool: &str,
+    name: &EventName,
+    input: Option<&Value>,
+    response: Option<&Value>,
+) -> EditReport {
+    if *name == EventName::PostToolUseFailure {
+        return EditReport::Nothing;
+    }
+    let Some(response) = response.filter(|r| r.is_object()) else {
+        return EditReport::Unknown;
+    };
+    if response.get("staged") == Some(&Value::Bool(true)) {
+        return EditReport::Nothing;
+    }
+    let hunks = response.get("structuredPatch").and_then(Value::as_array);
+    if let Some(hunks) = hunks.filter(|h| !h.is_empty()) {
+        return structured_patch_lines(hunks).map_or(EditReport::Unknown, EditReport::Lines);
+    }
+    let original = str_field(response, "originalFile").map(str::to_owned);
+    match tool {
+        "Write" => {
+            let content = input
+                .and_then(|i| str_field(i, "content"))
+                .or_else(|| str_field(response, "content").filter(|c| !c.is_empty()))
+                .map(str::to_owned);
+            match (&original, &content) {
+                // An overwrite with nothing changed: the diff is empty because there is none.
+                (Some(before), Some(after)) if before == after => EditReport::Nothing,
+                // Created, or overwritten with no diff (too large, or the diff timed out).
+                _ => EditReport::WholeFile { content },
+            }
+        }
+        "Edit" => match input
+            .and_then(|i| Some((str_field(i, "old_string")?, str_field(i, "new_string")?)))
+        {
+            Some((old, new)) => EditReport::Replace {
+                old: old.to_owned(),
+                new: new.to_owned(),
+                all: input.and_then(|i| i.get("replace_all")) == Some(&Value::Bool(true)),
+                original,
+            },
+            None => EditReport::Unknown,
+        },
+        _ => EditReport::Unknown,
+    }
+}
+
+/// The written lines of jsdiff's `structuredPatch` hunks: each `+` line's number, counted from
+/// `newStart` over the space and `+` lines. `None` when a hunk does not add up (its new side's
+/// lines are not `newLines`), so that a shape this reader does not know is never guessed at.
+fn structured_patch_lines(hunks: &[Value]) -> Option<Vec<[u64; 2]>> {
+    let mut lines = LineSet::default();
+    for hunk in hunks {
+        let new_start = hunk.get("newStart")?.as_u64()?;
+        let new_lines = hunk.get("newLines")?.as_u64()?;
+        let mut line = new_start;
+        for text in hunk.get("lines")?.as_array()? {
+            match text.as_str()?.chars().next() {
+                Some('+') if line > 0 => {
+                    lines.add(line);
+                    line += 1;
+                }
+                Some(' ') => line += 1,
+                Some('-' | '\\') => {}
+                _ => return None,
+            }
+        }
+        if line - new_start != new_lines {
+            return None;
+        }
+    }
+    Some(lines.ranges())
+}
+
+/// Gemini CLI 0.61's `write_file` and `replace`: `tool_response.returnDisplay` is an object with
+/// `fileDiff` (a unified diff of the file before and after, by jsdiff's `createPatch`) for a
+/// write and for a replacement in an existing file, and `error` is set when the call failed.
+/// A `replace` that creates a file answers with text only, and a `write_file` whose diff does
+/// not read is all written.
+fn gemini_edit(tool: &str, input: Option<&Value>, response: Option<&Value>) -> EditReport {
+    let Some(response) = response else {
+        return EditReport::Unknown;
+    };
+    if response.get("error").is_some_and(|e| !e.is_null()) {
+        return EditReport::Nothing;
+    }
+    let display = response.get("returnDisplay");
+    if let Some(lines) = display
+        .and_then(|d| str_field(d, "fileDiff"))
+        .and_then(unified_diff_lines)
+    {
+        return EditReport::Lines(lines);
+    }
+    let original = display
+        .and_then(|d| str_field(d, "originalContent"))
+        .map(str::to_owned);
+    match tool {
+        "write_file" => EditReport::WholeFile {
+            content: input
+                .and_then(|i| str_field(i, "content"))
+                .map(str::to_owned),
+        },
+        _ => match input
+            .and_then(|i| Some((str_field(i, "old_string")?, str_field(i, "new_string")?)))
+        {
+            Some((old, new)) => EditReport::Replace {
+                old: old.to_owned(),
+                new: new.to_owned(),
+                all: input.and_then(|i| i.get("allow_multiple")) == Some(&Value::Bool(true)),
+                original,
+            },
+            None => EditReport::Unknown,
+        },
+    }
+}
+
+/// The written lines of a unified diff (`@@ -a,b +c,d @@` hunks): each `+` line's number in the
+/// new file. `None` when there is no hunk or a hunk does not add up to its header's count.
+fn unified_diff_lines(diff: &str) -> Option<Vec<[u64; 2]>> {
+    let mut lines = LineSet::default();
+    let mut hunks = 0;
+    // The new side's next line number and how many of its lines are still to come.
+    let mut at: Option<(u64, u64)> = None;
+    for text in diff.lines() {
+        if let Some(header) = text.strip_prefix("@@ ") {
+            if at.is_some_and(|(_, left)| left != 0) {
+                return None;
+            }
+            at = Some(hunk_new_side(header)?);
+            hunks += 1;
+            continue;
+        }
+        let Some((line, left)) = at.as_mut() else {
+            continue;
+        };
+        match text.chars().next() {
+            Some('+') if *left > 0 && *line > 0 => {
+                lines.add(*line);
+                *line += 1;
+                *left -= 1;
+            }
+            Some(' ') if *left > 0 => {
+                *line += 1;
+                *left -= 1;
+            }
+            Some('-' | '\\') => {}
+            _ if *left == 0 => at = None,
+            _ => return None,
+        }
+    }
+    if hunks == 0 || at.is_some_and(|(_, left)| left != 0) {
+        return None;
+    }
+    Some(lines.ranges())
+}
+
+/// The new side of a hunk header's `-a,b +c,d @@`: its first line (`c`, the line after which a
+/// hunk of no new lines sits) and its line count (`d`, 1 when left out).
+fn hunk_new_side(header: &str) -> Option<(u64, u64)> {
+    let new = header
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('+'))?;
+    let (start, count) = match new.split_once(',') {
+        Some((start, count)) => (start.parse().ok()?, count.parse().ok()?),
+        None => (new.parse().ok()?, 1),
+    };
+    Some((start, count))
+}
+
+/// Line numbers (1-based) gathered in any order, given back as ascending `[first, last]` ranges
+/// of adjacent lines: the shape of `search`'s `written`.
+#[derive(Debug, Default)]
+pub(crate) struct LineSet(Vec<u64>);
+
+impl LineSet {
+    pub(crate) fn add(&mut self, line: u64) {
+        self.0.push(line);
+    }
+
+    pub(crate) fn ranges(mut self) -> Vec<[u64; 2]> {
+        self.0.sort_unstable();
+        self.0.dedup();
+        let mut ranges: Vec<[u64; 2]> = Vec::new();
+        for line in self.0 {
+            match ranges.last_mut() {
+                Some(last) if line == last[1] + 1 => last[1] = line,
+                _ => ranges.push([line, line]),
+            }
+        }
+        ranges
+    }
 }
 
 fn tool_input(tool: &str, input: Option<&Value>, response: Option<&Value>) -> ToolInput {

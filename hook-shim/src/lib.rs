@@ -9,7 +9,10 @@
 //! - [`event`]: [`event::HookEvent`], the host's event JSON read once (one reader per host).
 //! - `plan`: [`plan_event`] turns a `HookEvent` into an [`Action`] (`search`, `resetSession`);
 //!   [`changed_files`] names the files a tool call changed.
-//! - `patch`: the files an `apply_patch` patch, its result summary, or a shell heredoc touches.
+//! - `patch`: the files an `apply_patch` patch, its result summary, or a shell heredoc touches,
+//!   and a patch's file operations and chunks as Codex parses them.
+//! - [`written`]: the lines an edit wrote in each file (`search`'s `written`), from the host's
+//!   report or the patch located in the file; the post-image of a patch Codex has not written.
 //! - `paths`: lexical resolution of relative paths against `cwd`.
 //! - [`shell_writes`]: the files a shell command may write, read from its text, for the
 //!   sidecar's `beginShellCommand` / `endShellCommand`.
@@ -30,9 +33,10 @@
 //!
 //! The binary adds `src/main.rs` (arguments, environment, stdin, stdout).
 //!
-//! **Invariant:** nothing in this library but `client` and `autostart` performs I/O, and only
-//! `autostart` reads the environment (to find the `guidebook` binary), so every decision the
-//! hook makes can be tested from JSON alone.
+//! **Invariant:** nothing in this library but `client`, `autostart` and the edited files' reader
+//! ([`written::read_capped`], which [`plan_event`] hands to [`plan_event_with`]) performs I/O,
+//! and only `autostart` reads the environment (to find the `guidebook` binary), so every
+//! decision the hook makes can be tested from JSON and file texts alone.
 
 pub mod autostart;
 pub mod breaker;
@@ -47,8 +51,9 @@ mod paths;
 mod plan;
 pub mod protocol;
 pub mod shell_writes;
+pub mod written;
 
 pub use output::{nothing, render_hook, render_search, Shape};
-pub use plan::{changed_files, changed_files_of, plan, plan_event, Action};
+pub use plan::{changed_files, changed_files_of, plan, plan_event, plan_event_with, Action};
 pub use protocol::{context_text, guideline_block, CONTEXT_HEADER};
 pub use protocol::{parse_response, ResponseError};

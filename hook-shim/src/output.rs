@@ -211,6 +211,7 @@ mod tests {
         let search = Action::Search {
             session_id: "s".into(),
             filepaths: vec!["/a".into()],
+            written: Default::default(),
         };
         let result = json!([{"id": "g", "content": "C\n"}]);
         assert_eq!(
@@ -293,6 +294,7 @@ mod tests {
         let search = Action::Search {
             session_id: "s".into(),
             filepaths: vec!["/a".into()],
+            written: Default::default(),
         };
         let result = json!([{"id": "g", "content": "C\n"}]);
         let out = render_hook(

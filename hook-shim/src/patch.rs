@@ -55,6 +55,163 @@ pub(crate) fn patch_targets(patch: &str) -> Vec<&str> {
     targets
 }
 
+/// One file operation of a patch, read as Codex's `apply_patch` parser reads it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum FileOp<'a> {
+    /// `*** Add File`: the new file's lines.
+    Add { path: &'a str, lines: Vec<&'a str> },
+    /// `*** Delete File`.
+    Delete { path: &'a str },
+    /// `*** Update File`, with an optional `*** Move to`, and its chunks in order.
+    Update {
+        path: &'a str,
+        move_to: Option<&'a str>,
+        chunks: Vec<Chunk<'a>>,
+    },
+}
+
+/// One chunk of an `*** Update File`: an optional `@@ context` line that narrows where it
+/// applies, its lines in order, and whether it must apply at the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Chunk<'a> {
+    pub(crate) context: Option<&'a str>,
+    pub(crate) lines: Vec<(Side, &'a str)>,
+    pub(crate) end_of_file: bool,
+}
+
+/// Which side of a chunk a line belongs to: a context line (` `, or an empty line) to both, a
+/// `-` line to the old side, a `+` line to the new.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Both,
+    Old,
+    New,
+}
+
+impl Chunk<'_> {
+    /// The chunk's old side: its context and `-` lines.
+    pub(crate) fn old_side(&self) -> Vec<&str> {
+        self.side(Side::Old)
+    }
+
+    /// The chunk's new side: its context and `+` lines, each with whether it is a `+` line.
+    pub(crate) fn new_side(&self) -> Vec<(&str, bool)> {
+        self.lines
+            .iter()
+            .filter(|(side, _)| *side != Side::Old)
+            .map(|&(side, text)| (text, side == Side::New))
+            .collect()
+    }
+
+    fn side(&self, other: Side) -> Vec<&str> {
+        self.lines
+            .iter()
+            .filter(|(side, _)| *side == Side::Both || *side == other)
+            .map(|&(_, text)| text)
+            .collect()
+    }
+}
+
+const DELETE_FILE: &str = "*** Delete File:";
+const END_OF_FILE: &str = "*** End of File";
+
+/// The file operations of `patch` (the text from its first `*** Begin Patch` line to the next
+/// `*** End Patch` line), as Codex 0.169's lenient parser reads them, or `None` where Codex would
+/// reject the patch: no `*** Begin Patch`, an unknown header, an update without chunks, a
+/// chunk that is neither context nor `+`/`-` lines. Paths are trimmed, as [`patch_targets`]
+/// gives them.
+pub(crate) fn parse_patch(patch: &str) -> Option<Vec<FileOp<'_>>> {
+    let mut lines = patch.lines().skip_while(|line| line.trim() != BEGIN_PATCH);
+    lines.next()?;
+    let body: Vec<&str> = lines.take_while(|line| line.trim() != END_PATCH).collect();
+    let mut ops = Vec::new();
+    let mut rest = &body[..];
+    while let Some(first) = rest.first() {
+        let header = first.trim();
+        rest = &rest[1..];
+        if let Some(path) = header_path(header, ADD_FILE) {
+            let count = rest.iter().take_while(|l| l.starts_with('+')).count();
+            let added = rest[..count].iter().map(|l| &l[1..]).collect();
+            ops.push(FileOp::Add { path, lines: added });
+            rest = &rest[count..];
+        } else if let Some(path) = header_path(header, DELETE_FILE) {
+            ops.push(FileOp::Delete { path });
+        } else if let Some(path) = header_path(header, UPDATE_FILE) {
+            let move_to = rest.first().and_then(|l| header_path(l.trim(), MOVE_TO));
+            if move_to.is_some() {
+                rest = &rest[1..];
+            }
+            let mut chunks = Vec::new();
+            loop {
+                let skip = rest.iter().take_while(|l| l.trim().is_empty()).count();
+                rest = &rest[skip..];
+                match rest.first() {
+                    None => break,
+                    Some(line) if line.starts_with('*') => break,
+                    Some(_) => {}
+                }
+                let (chunk, used) = parse_chunk(rest, chunks.is_empty())?;
+                chunks.push(chunk);
+                rest = &rest[used..];
+            }
+            if chunks.is_empty() {
+                return None;
+            }
+            ops.push(FileOp::Update {
+                path,
+                move_to,
+                chunks,
+            });
+        } else {
+            return None;
+        }
+    }
+    Some(ops)
+}
+
+/// One chunk at the start of `lines` and how many lines it took; as Codex reads it, the first
+/// chunk of a file may leave out its `@@` line.
+fn parse_chunk<'a>(lines: &[&'a str], first: bool) -> Option<(Chunk<'a>, usize)> {
+    let (context, start) = match lines.first()? {
+        &"@@" => (None, 1),
+        line => match line.strip_prefix("@@ ") {
+            Some(context) => (Some(context), 1),
+            None if first => (None, 0),
+            None => return None,
+        },
+    };
+    let mut chunk = Chunk {
+        context,
+        lines: Vec::new(),
+        end_of_file: false,
+    };
+    let mut used = start;
+    for &line in &lines[start..] {
+        if line == END_OF_FILE {
+            if chunk.lines.is_empty() {
+                return None;
+            }
+            chunk.end_of_file = true;
+            used += 1;
+            break;
+        }
+        let side = match line.chars().next() {
+            None => Side::Both,
+            Some(' ') => Side::Both,
+            Some('+') => Side::New,
+            Some('-') => Side::Old,
+            Some(_) if chunk.lines.is_empty() => return None,
+            Some(_) => break,
+        };
+        chunk.lines.push((side, line.get(1..).unwrap_or("")));
+        used += 1;
+    }
+    if chunk.lines.is_empty() {
+        return None;
+    }
+    Some((chunk, used))
+}
+
 /// The path after a header marker, trimmed; `None` if the line is another header or names no path.
 fn header_path<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     line.strip_prefix(marker)

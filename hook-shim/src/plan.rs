@@ -9,6 +9,7 @@ use crate::patch::{patch_targets, shell_patches, summary_targets};
 use crate::paths::{resolve, resolve_dir};
 use crate::protocol::{method, BeginShellCommand, Call, EndShellCommand, Search, SessionCall};
 use crate::shell_writes::{call_id, ShellWrites};
+use crate::written::{read_capped, written, ReadFile, Written};
 
 /// What the sidecar should be asked after one hook event.
 ///
@@ -23,6 +24,8 @@ pub enum Action {
         session_id: String,
         /// Absolute, lexically normalised, deduplicated, in order of first appearance.
         filepaths: Vec<String>,
+        /// What the edit wrote in those files, where it can be told (see `written`).
+        written: Written,
     },
     /// Ask `resetSession` to forget what the session was shown, because the agent's context
     /// was compacted or cleared and no longer holds those guidelines.
@@ -55,10 +58,13 @@ impl Action {
             Action::Search {
                 session_id,
                 filepaths,
+                written,
             } => Some(
                 Search {
                     session_id: session_id.clone(),
                     filepaths: filepaths.clone(),
+                    written: written.lines.clone(),
+                    contents: written.contents.clone(),
                     deadline_ms: Some(deadline_ms),
                     max_tokens,
                 }
@@ -86,16 +92,23 @@ pub fn plan(event: &Value) -> Action {
     HookEvent::read(event).map_or(Action::Nothing, |event| plan_event(&event))
 }
 
+/// Decides what to ask the sidecar for one hook event, reading the edited files from disk
+/// where their written lines need them (see [`plan_event_with`]).
+pub fn plan_event(event: &HookEvent) -> Action {
+    plan_event_with(event, &mut read_capped)
+}
+
 /// Decides what to ask the sidecar for one hook event:
 ///
 /// - `PostToolUse` of a file-changing tool (Codex `apply_patch`, a shell command that pipes a
-///   patch into `apply_patch`, Claude Code `Edit`/`Write`/`MultiEdit`) → [`Action::Search`]
-///   over the files that exist after the change;
+///   patch into `apply_patch`, Claude Code `Edit`/`Write`/`MultiEdit`, Gemini CLI
+///   `write_file`/`replace`) → [`Action::Search`] over the files that exist after the change,
+///   with the lines the edit wrote in them (`written`; files are read through `read`);
 /// - `SessionStart` with `source` `compact` or `clear`, and Codex `PostCompact` →
 ///   [`Action::ResetSession`];
 /// - anything else, or a change whose files cannot be named as absolute paths →
 ///   [`Action::Nothing`].
-pub fn plan_event(event: &HookEvent) -> Action {
+pub fn plan_event_with(event: &HookEvent, read: &mut ReadFile) -> Action {
     let session_id = event.session_id.clone();
     match &event.name {
         EventName::PostToolUse | EventName::PostToolUseFailure => {
@@ -103,9 +116,11 @@ pub fn plan_event(event: &HookEvent) -> Action {
             if filepaths.is_empty() {
                 shell_writes_of(event, false)
             } else {
+                let written = written(event, &filepaths, read);
                 Action::Search {
                     session_id,
                     filepaths,
+                    written,
                 }
             }
         }
@@ -257,10 +272,27 @@ mod tests {
     const CODEX_SESSION: &str = "019a3c2e-5b7d-7f21-9c4e-2f1d8a6b0c11";
     const CLAUDE_SESSION: &str = "5f0c7e2a-9b1d-4c3e-8a7f-1e2d3c4b5a69";
 
+    /// [`super::plan`] with no file on disk: what the event alone tells.
+    fn plan(event: &Value) -> Action {
+        HookEvent::read(event).map_or(Action::Nothing, |e| plan_event_with(&e, &mut |_| None))
+    }
+
     fn search(session_id: &str, paths: &[&str]) -> Action {
+        written_search(session_id, paths, &[])
+    }
+
+    /// A search whose `written` holds `lines` per path.
+    fn written_search(session_id: &str, paths: &[&str], lines: &[(&str, &[[u64; 2]])]) -> Action {
         Action::Search {
             session_id: session_id.to_owned(),
             filepaths: paths.iter().map(|p| p.to_string()).collect(),
+            written: Written {
+                lines: lines
+                    .iter()
+                    .map(|(path, ranges)| (path.to_string(), ranges.to_vec()))
+                    .collect(),
+                contents: Vec::new(),
+            },
         }
     }
 
@@ -285,9 +317,10 @@ mod tests {
     fn codex_apply_patch_add() {
         assert_eq!(
             plan(&fixture!("post_tool_use_apply_patch_add.json")),
-            search(
+            written_search(
                 CODEX_SESSION,
-                &["/home/dev/proj/src/main/kotlin/com/acme/Foo.kt"]
+                &["/home/dev/proj/src/main/kotlin/com/acme/Foo.kt"],
+                &[("/home/dev/proj/src/main/kotlin/com/acme/Foo.kt", &[[1, 3]])]
             )
         );
     }
@@ -314,9 +347,10 @@ mod tests {
             plan(&fixture!(
                 "post_tool_use_apply_patch_legacy_structured_response.json"
             )),
-            search(
+            written_search(
                 CODEX_SESSION,
-                &["/home/dev/proj/src/lib.rs", "/home/dev/proj/Cargo.toml"]
+                &["/home/dev/proj/src/lib.rs", "/home/dev/proj/Cargo.toml"],
+                &[("/home/dev/proj/src/lib.rs", &[[1, 1]])]
             )
         );
     }
@@ -327,13 +361,18 @@ mod tests {
             plan(&fixture!(
                 "codex_post_tool_use_apply_patch_move_mixed_paths.json"
             )),
-            search(
+            written_search(
                 CODEX_SESSION,
                 &[
                     "/home/dev/shared/config/app.yaml",
                     "/home/dev/proj/docs/guide.md",
                     "/home/dev/proj/src/new_name.py",
                     "/home/dev/lib/util.py",
+                ],
+                // The added files; the updated ones are not on disk here.
+                &[
+                    ("/home/dev/shared/config/app.yaml", &[[1, 1]]),
+                    ("/home/dev/proj/docs/guide.md", &[[1, 1]]),
                 ]
             )
         );
@@ -345,12 +384,13 @@ mod tests {
             plan(&fixture!(
                 "codex_post_tool_use_bash_apply_patch_heredoc.json"
             )),
-            search(
+            written_search(
                 CODEX_SESSION,
                 &[
                     "/home/dev/proj/backend/app/orders.py",
                     "/home/dev/proj/backend/tests/test_orders.py",
-                ]
+                ],
+                &[("/home/dev/proj/backend/tests/test_orders.py", &[[1, 2]])]
             )
         );
     }
@@ -393,9 +433,10 @@ mod tests {
     #[test]
     fn gemini_file_tools_search_their_file_and_pre_compress_does_nothing() {
         let jobs = "/home/dev/proj/src/main/kotlin/com/acme/Jobs.kt";
+        // A diff without a hunk does not read: all of `content` is written.
         assert_eq!(
             plan(&fixture!("gemini_after_tool_write_file.json")),
-            search(GEMINI_SESSION, &[jobs])
+            written_search(GEMINI_SESSION, &[jobs], &[(jobs, &[[1, 3]])])
         );
         assert_eq!(
             plan(&fixture!("gemini_after_tool_replace.json")),
@@ -427,9 +468,10 @@ mod tests {
             plan(&fixture!("claude_post_tool_use_edit.json")),
             search(CLAUDE_SESSION, &["/home/dev/proj/src/api/handlers.ts"])
         );
+        let deploy = "/home/dev/proj/scripts/deploy.sh";
         assert_eq!(
             plan(&fixture!("claude_post_tool_use_write.json")),
-            search(CLAUDE_SESSION, &["/home/dev/proj/scripts/deploy.sh"])
+            written_search(CLAUDE_SESSION, &[deploy], &[(deploy, &[[1, 3]])])
         );
         assert_eq!(
             plan(&fixture!("claude_post_tool_use_multiedit.json")),
@@ -438,6 +480,40 @@ mod tests {
                 &["/home/dev/proj/app/src/main/kotlin/com/acme/OrderService.kt"]
             )
         );
+    }
+
+    /// Events captured from the pinned agents (Claude Code 2.1.328, Gemini CLI 0.61.0, Codex
+    /// 0.169.0) editing line 6 of a twelve-line file: each says which lines it wrote.
+    #[test]
+    fn the_real_agents_edits_say_which_lines_they_wrote() {
+        let jobs = "/home/dev/proj/src/main/kotlin/Jobs.kt";
+        let lines = |action: Action| match action {
+            Action::Search { written, .. } => written.lines,
+            other => panic!("{other:?}"),
+        };
+        let claude = plan(&fixture!("claude_2_1_328_post_tool_use_edit.json"));
+        assert_eq!(lines(claude), [(jobs.to_string(), vec![[6, 7]])]);
+        // A `Write` over the whole file rewrote every line (its case changed).
+        let write = plan(&fixture!("claude_2_1_328_post_tool_use_write_update.json"));
+        assert_eq!(lines(write), [(jobs.to_string(), vec![[1, 12]])]);
+        let gemini = plan(&fixture!("gemini_0_61_after_tool_replace.json"));
+        assert_eq!(lines(gemini), [(jobs.to_string(), vec![[6, 7]])]);
+        // Codex's patch is located in the file on disk.
+        let event = HookEvent::read(&fixture!(
+            "codex_0_169_post_tool_use_apply_patch_update.json"
+        ))
+        .unwrap();
+        let after: String = (1..=12)
+            .map(|i| {
+                if i == 6 {
+                    "line six\n".to_string()
+                } else {
+                    format!("line {i}\n")
+                }
+            })
+            .collect();
+        let codex = plan_event_with(&event, &mut |path| (path == jobs).then(|| after.clone()));
+        assert_eq!(lines(codex), [(jobs.to_string(), vec![[6, 6]])]);
     }
 
     #[test]
@@ -493,7 +569,10 @@ mod tests {
     fn apply_patch_input_and_response_shapes_are_tolerated() {
         let as_string = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse",
             "tool_name": "apply_patch", "tool_input": "*** Begin Patch\n*** Add File: x.rs\n*** End Patch"});
-        assert_eq!(plan(&as_string), search("s", &["/p/x.rs"]));
+        assert_eq!(
+            plan(&as_string),
+            written_search("s", &["/p/x.rs"], &[("/p/x.rs", &[])])
+        );
         let object_response = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse",
             "tool_name": "apply_patch", "tool_input": {},
             "tool_response": {"output": "Success. Updated the following files:\nM y.rs\n"}});
@@ -508,7 +587,10 @@ mod tests {
     fn relative_paths_without_absolute_cwd_are_dropped() {
         let event = json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "apply_patch",
             "tool_input": {"command": "*** Begin Patch\n*** Add File: rel.rs\n*** Add File: /abs/x.rs\n*** End Patch"}});
-        assert_eq!(plan(&event), search("s", &["/abs/x.rs"]));
+        assert_eq!(
+            plan(&event),
+            written_search("s", &["/abs/x.rs"], &[("/abs/x.rs", &[])])
+        );
         let relative_cwd = json!({"session_id": "s", "cwd": "proj", "hook_event_name": "PostToolUse",
             "tool_name": "Write", "tool_input": {"file_path": "a.txt"}});
         assert_eq!(plan(&relative_cwd), Action::Nothing);
@@ -518,7 +600,10 @@ mod tests {
     fn shell_cd_to_absolute_dir_and_argv_patch() {
         let event = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse", "tool_name": "local_shell",
             "tool_input": {"command": "cd /other/repo && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: n.rs\n*** End Patch\nEOF"}});
-        assert_eq!(plan(&event), search("s", &["/other/repo/n.rs"]));
+        assert_eq!(
+            plan(&event),
+            written_search("s", &["/other/repo/n.rs"], &[("/other/repo/n.rs", &[])])
+        );
         let argv = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse", "tool_name": "shell",
             "tool_input": {"command": ["apply_patch", "*** Begin Patch\n*** Update File: m.rs\n*** End Patch"]}});
         assert_eq!(plan(&argv), search("s", &["/p/m.rs"]));

@@ -180,15 +180,43 @@ impl Members {
 pub struct Search {
     pub session_id: String,
     pub filepaths: Vec<String>,
+    /// `written`: per path of `filepaths`, the `[first, last]` line ranges (1-based, inclusive)
+    /// the edit wrote in the file as it is after the edit; left out when empty.
+    pub written: Vec<(String, Vec<[u64; 2]>)>,
+    /// `contents`: per path of `filepaths`, the file's content after the edit, matched instead
+    /// of the file on disk; left out when empty.
+    pub contents: Vec<(String, String)>,
     pub deadline_ms: Option<u64>,
     pub max_tokens: Option<u64>,
 }
 
 impl Search {
     pub fn call(&self) -> Call {
-        Members::new()
+        let mut members = Members::new()
             .put("sessionId", self.session_id.as_str())
-            .put("filepaths", self.filepaths.as_slice())
+            .put("filepaths", self.filepaths.as_slice());
+        if !self.written.is_empty() {
+            let ranges = self.written.iter().map(|(path, ranges)| {
+                (
+                    path.as_str(),
+                    Value::from(
+                        ranges
+                            .iter()
+                            .map(|r| Value::from(r.to_vec()))
+                            .collect::<Vec<_>>(),
+                    ),
+                )
+            });
+            members = members.put_raw("written", &object(ranges));
+        }
+        if !self.contents.is_empty() {
+            let contents = self
+                .contents
+                .iter()
+                .map(|(path, content)| (path.as_str(), Value::from(content.as_str())));
+            members = members.put_raw("contents", &object(contents));
+        }
+        members
             .opt("deadlineMs", self.deadline_ms)
             .opt("maxTokens", self.max_tokens)
             .call(method::SEARCH)
@@ -244,6 +272,17 @@ impl EndShellCommand {
             .opt("maxTokens", self.max_tokens)
             .call(method::END_SHELL_COMMAND)
     }
+}
+
+/// A JSON object of `members` in the order given (a path may appear once; the builders never
+/// repeat one).
+fn object<'a>(members: impl IntoIterator<Item = (&'a str, Value)>) -> String {
+    members
+        .into_iter()
+        .fold(Members::new(), |object, (key, value)| {
+            object.put(key, value)
+        })
+        .close()
 }
 
 /// `explain`: why guidelines apply to files, recording nothing.
@@ -564,6 +603,7 @@ mod tests {
             filepaths: vec!["/p/a.rs".into(), "/p/b c.kt".into()],
             deadline_ms: Some(1950),
             max_tokens: Some(2000),
+            ..Search::default()
         };
         assert_eq!(
             search.call().envelope(1),
@@ -576,6 +616,25 @@ mod tests {
         assert_eq!(
             bare.call().params_value(),
             json!({"sessionId": "sess \"1\"", "filepaths": ["/p/a.rs", "/p/b c.kt"], "deadlineMs": 1950})
+        );
+    }
+
+    #[test]
+    fn search_sends_written_lines_and_contents_by_path_in_order() {
+        let search = Search {
+            session_id: "s".into(),
+            filepaths: vec!["/p/b.kt".into(), "/p/a.kt".into()],
+            written: vec![
+                ("/p/b.kt".into(), vec![[3, 3], [10, 12]]),
+                ("/p/a.kt".into(), vec![]),
+            ],
+            contents: vec![("/p/b.kt".into(), "x\n\"y\"\n".into())],
+            deadline_ms: Some(5),
+            max_tokens: None,
+        };
+        assert_eq!(
+            search.call().params,
+            r#"{"sessionId":"s","filepaths":["/p/b.kt","/p/a.kt"],"written":{"/p/b.kt":[[3,3],[10,12]],"/p/a.kt":[]},"contents":{"/p/b.kt":"x\n\"y\"\n"},"deadlineMs":5}"#
         );
     }
 

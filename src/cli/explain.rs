@@ -94,8 +94,8 @@ fn table(e: &Explanation) -> String {
                 repo.clone(),
                 lang.clone(),
                 id,
-                m.line.to_string(),
-                m.pattern.clone(),
+                m.line.map_or_else(|| "-".into(), |l| l.to_string()),
+                m.pattern.clone().unwrap_or_else(|| "-".into()),
             ]);
         }
     }

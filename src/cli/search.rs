@@ -23,6 +23,7 @@ pub fn run(
     let request = SearchRequest {
         session_id: &session,
         filepaths: &filepaths,
+        edits: &Default::default(),
         deadline: None,
         max_tokens: None,
     };

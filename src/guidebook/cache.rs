@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::file_map::{FileMap, PathKey};
 use super::guideline::{Example, Guideline};
-use super::matching::Index;
+use super::matching::{Condition, Index};
 use crate::language;
 use crate::watched::{FileState, ReadError, Stamp};
 
@@ -49,6 +49,8 @@ struct CachedFile<'a> {
     id: Cow<'a, str>,
     repositories: Option<Cow<'a, [String]>>,
     languages: Option<Vec<Cow<'a, str>>>,
+    paths: Option<Cow<'a, [String]>>,
+    condition: Cow<'a, Condition>,
     patterns: Cow<'a, [String]>,
     indexes: Cow<'a, [Index]>,
     content: Cow<'a, str>,
@@ -119,6 +121,8 @@ pub fn load(path: &Path, root: &Path) -> FileMap {
                 id: f.id.into_owned(),
                 repositories: f.repositories.map(Cow::into_owned),
                 languages,
+                paths: f.paths.map(Cow::into_owned),
+                condition: f.condition.into_owned(),
                 patterns: f.patterns.into_owned(),
                 indexes: f.indexes.into_owned().into(),
                 content: f.content.into_owned(),
@@ -157,6 +161,8 @@ fn save_at(path: &Path, root: &Path, files: &FileMap, now: SystemTime) {
                     .languages
                     .as_ref()
                     .map(|l| l.iter().map(|n| Cow::Borrowed(*n)).collect()),
+                paths: g.paths.as_deref().map(Cow::Borrowed),
+                condition: Cow::Borrowed(&g.condition),
                 patterns: Cow::Borrowed(&g.patterns),
                 indexes: Cow::Borrowed(g.indexes.get()?),
                 content: Cow::Borrowed(&g.content),

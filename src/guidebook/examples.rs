@@ -4,12 +4,15 @@
 //! whether the guideline applies (the example's `path`, else the guideline's first language),
 //! and the snapshot's matching, not a separate regex, decides whether it matches. Repository
 //! scope is not an example's concern: it is checked as if in a repository the guideline covers.
+//! An example's `path` is also checked against `scope.paths` (one without a path is not); its
+//! `written` lines are what `in: changes` leaves see (every line when it has none).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::guideline::Expect;
-use super::snapshot::GuidelineSnapshot;
+use super::matching::{Edit, Text, Written};
+use super::snapshot::{FilePlace, GuidelineSnapshot};
 use crate::language::language_of;
 
 /// One example that did not come out as written.
@@ -68,16 +71,31 @@ pub fn run_examples(snapshot: &GuidelineSnapshot) -> ExampleReport {
                 None => g.languages.as_ref().and_then(|l| l.first().copied()),
             };
             let applicable = snapshot.applicability_in_any_repository(language);
-            let code = example.code.as_bytes();
-            let matched = snapshot.matching(code, &applicable).contains(&index);
+            let text = Text::new(example.code.as_bytes());
+            let place = match &example.path {
+                Some(path) => FilePlace::InRepository(Path::new(path)),
+                None => FilePlace::Unchecked,
+            };
+            let edit = Edit::known(match &example.written {
+                Some(lines) => Written::lines(lines.clone()),
+                None => Written::All,
+            });
+            let matched = snapshot
+                .matching_in(&text, &applicable, place, &edit)
+                .contains(&index);
             let why = match (example.expect, matched) {
                 (Expect::Match, true) | (Expect::NoMatch, false) => continue,
                 (Expect::Match, false) if !applicable[index] => format!(
                     "did not match: the guideline does not apply to {} files",
                     language.unwrap_or("unrecognised")
                 ),
-                (Expect::Match, false) => "did not match".to_string(),
-                (Expect::NoMatch, true) => match snapshot.first_match(index, code) {
+                (Expect::Match, false) => match &example.path {
+                    Some(path) if !snapshot.in_path_scope(index, Path::new(path)) => {
+                        format!("did not match: `{path}` is outside the guideline's scope.paths")
+                    }
+                    _ => "did not match".to_string(),
+                },
+                (Expect::NoMatch, true) => match snapshot.first_match_in(index, &text, &edit) {
                     Some((line, pattern)) => {
                         format!("matched (line {line} of the example, pattern `{pattern}`)")
                     }
@@ -148,6 +166,42 @@ examples:
                 "/g/no-globalscope/guideline.yaml:16: no-globalscope: example 4 of match did not match: the guideline does not apply to java files",
                 "/g/no-globalscope/guideline.yaml:20: no-globalscope: example 2 of no_match matched (line 2 of the example, pattern `GlobalScope\\.launch`)",
             ]
+        );
+    }
+
+    /// Examples hold a composed, path-scoped, `in: changes` guideline to its meaning: the
+    /// sample's examples pass, and each flipped expectation fails for the reason it should.
+    #[test]
+    fn examples_check_paths_composition_and_written_lines() {
+        let path = Path::new("/g/sleep/guideline.yaml");
+        let report = |yaml: &str| {
+            let g = parse_guideline(path, yaml).unwrap();
+            let snapshot = GuidelineSnapshot::build("/g".into(), vec![Arc::new(g)], Vec::new());
+            run_examples(&snapshot)
+                .failures
+                .iter()
+                .map(|f| f.why.clone())
+                .collect::<Vec<_>>()
+        };
+        let composed = crate::guidebook::load::tests::COMPOSED;
+        assert_eq!(report(composed), Vec::<String>::new());
+        // The match example's written line moved off the sleep: no longer a match.
+        let off = composed.replacen("written: [[2, 2]]", "written: [[1, 1]]", 1);
+        assert_eq!(report(&off), ["did not match"]);
+        // The file-wide `not`: an @Test anywhere in the file silences it.
+        let tested = composed.replacen("val a = 1\\nThread", "@Test\\nThread", 1);
+        assert_eq!(report(&tested), ["did not match"]);
+        // Out of `scope.paths`, the reason says so.
+        let outside = composed.replacen("path: src/main/A.kt", "path: lib/A.kt", 1);
+        assert_eq!(
+            report(&outside),
+            ["did not match: `lib/A.kt` is outside the guideline's scope.paths"]
+        );
+        // `in: file`: the no_match example whose sleep is on an unwritten line now matches.
+        let file = composed.replacen("in: changes", "in: file", 1);
+        assert_eq!(
+            report(&file),
+            ["matched (line 1 of the example, pattern `Thread\\.sleep\\(`)"]
         );
     }
 }

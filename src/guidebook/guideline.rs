@@ -1,10 +1,10 @@
-//! What a guideline is once validated: its id, scope, patterns (with how each is indexed),
-//! content, source and examples. Reads and writes nothing; every other part of the guidebook
+//! What a guideline is once validated: its id, scope (repositories, languages, paths), its
+//! `match` condition and patterns (with how each is indexed), content, source and examples. Reads and writes nothing; every other part of the guidebook
 //! builds on these types.
 
 use std::path::PathBuf;
 
-use super::matching::Index;
+use super::matching::{Condition, Index};
 
 /// One validated guideline, as written in its `guideline.yaml`.
 #[derive(Debug, Clone)]
@@ -14,7 +14,13 @@ pub struct Guideline {
     pub repositories: Option<Vec<String>>,
     /// Language names; `None` applies to every file.
     pub languages: Option<Vec<&'static str>>,
-    /// Regex patterns, each already checked to compile within the size limits.
+    /// `scope.paths`: globs relative to the repository root, `!` in front to exclude; `None`
+    /// applies to every path, also outside any repository.
+    pub paths: Option<Vec<String>>,
+    /// The `match` condition; its leaves name patterns by position in `patterns`.
+    pub condition: Condition,
+    /// The regex leaves' patterns in the order written, each already checked to compile within
+    /// the size limits.
     pub patterns: Vec<String>,
     /// How the matching engine indexes each pattern: worked out while loading, from the parse
     /// that validated it, and kept across reloads that leave the file alone. Left empty, it
@@ -56,6 +62,9 @@ pub struct Example {
     pub code: String,
     /// The path it stands for, whose language scopes it; `None`: the guideline's first language.
     pub path: Option<String>,
+    /// The lines of `code` the edit wrote, for `in: changes` leaves; `None`: every line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<Vec<(usize, usize)>>,
     /// 1-based line of its list item in the file.
     pub line: Option<usize>,
 }

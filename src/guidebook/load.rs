@@ -7,8 +7,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::guideline::{Example, Expect, Guideline};
-use super::matching::Index;
-use super::yaml::{Event, RawExample, RawExamples, RawGuideline, RawScope};
+use super::matching::{Condition, Index, Within};
+use super::yaml::{Event, RawCondition, RawExample, RawExamples, RawGuideline, RawScope};
 pub use crate::watched::LoadError;
 use crate::watched::{find_key_line, yaml_error};
 
@@ -52,13 +52,6 @@ pub(crate) fn parse_guideline_with(
         None => serde_yaml::from_str(text).map_err(|e| yaml_error(path, text, &e))?,
     };
     let id_line = find_key_line(text, "id");
-    if raw.matcher.any.is_empty() {
-        return Err(LoadError::new(
-            path,
-            find_key_line(text, "match"),
-            "`match.any` must list at least one condition",
-        ));
-    }
     if raw.content.trim().is_empty() {
         return Err(LoadError::new(
             path,
@@ -79,15 +72,23 @@ pub(crate) fn parse_guideline_with(
     let scope = raw.scope.unwrap_or(RawScope {
         repositories: None,
         languages: None,
+        paths: None,
     });
     let examples = raw.examples.map(|e| examples(text, e)).unwrap_or_default();
-    let (patterns, indexes): (Vec<String>, Vec<Index>) = raw
+    let at_match = || find_key_line(text, "match");
+    let within = raw.matcher.within.unwrap_or_default();
+    let raw_condition = raw
         .matcher
-        .any
-        .into_iter()
-        .map(|c| (c.regex.pattern.0, c.regex.pattern.1))
-        .unzip();
+        .condition()
+        .map_err(|e| LoadError::new(path, at_match(), e))?;
+    let mut leaves = Leaves::default();
+    let condition = leaves
+        .condition(raw_condition, within, 1)
+        .map_err(|e| LoadError::new(path, at_match(), e))?;
+    let (patterns, indexes) = (leaves.patterns, leaves.indexes);
     Ok(Guideline {
+        paths: scope.paths.map(|p| p.0.into_iter().map(|g| g.0).collect()),
+        condition,
         examples,
         id: raw.id.0,
         repositories: scope
@@ -104,6 +105,59 @@ pub(crate) fn parse_guideline_with(
     })
 }
 
+/// The most regex leaves one `match` may hold, and how deep `any`/`all`/`not` may nest: a
+/// guideline is read by people, and each leaf costs a search.
+pub(crate) const MAX_LEAVES: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 8;
+
+/// The patterns of a condition's leaves, numbered as they are met.
+#[derive(Default)]
+struct Leaves {
+    patterns: Vec<String>,
+    indexes: Vec<Index>,
+}
+
+impl Leaves {
+    fn condition(
+        &mut self,
+        raw: RawCondition,
+        within: Within,
+        depth: usize,
+    ) -> Result<Condition, String> {
+        if depth > MAX_DEPTH {
+            return Err(format!(
+                "`match` nests `any`/`all`/`not` more than {MAX_DEPTH} deep"
+            ));
+        }
+        let list = |this: &mut Self, members: Vec<RawCondition>| {
+            members
+                .into_iter()
+                .map(|m| this.condition(m, within, depth + 1))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(match raw {
+            RawCondition::Any(m) => Condition::Any(list(self, m)?),
+            RawCondition::All(m) => Condition::All(list(self, m)?),
+            RawCondition::Not(c) => {
+                Condition::Not(Box::new(self.condition(*c, within, depth + 1)?))
+            }
+            RawCondition::Regex(r) => {
+                if self.patterns.len() == MAX_LEAVES {
+                    return Err(format!(
+                        "`match` holds more than {MAX_LEAVES} regex conditions"
+                    ));
+                }
+                self.patterns.push(r.pattern.0);
+                self.indexes.push(r.pattern.1);
+                Condition::Regex {
+                    pattern: self.patterns.len() - 1,
+                    within: r.within.unwrap_or(within),
+                }
+            }
+        })
+    }
+}
+
 /// The examples of a guideline, each with the line of its list item in `text`.
 fn examples(text: &str, raw: RawExamples) -> Vec<Example> {
     let lists = [
@@ -114,15 +168,16 @@ fn examples(text: &str, raw: RawExamples) -> Vec<Example> {
     for (expect, items, key) in lists {
         let lines = item_lines(text, "examples", key);
         for (i, item) in items.into_iter().enumerate() {
-            let (code, path) = match item {
-                RawExample::Code(code) => (code, None),
-                RawExample::WithPath(e) => (e.code, e.path.map(|p| p.0)),
+            let (code, path, written) = match item {
+                RawExample::Code(code) => (code, None, None),
+                RawExample::WithPath(e) => (e.code, e.path.map(|p| p.0), e.written),
             };
             out.push(Example {
                 expect,
                 index: i + 1,
                 code,
                 path,
+                written: written.map(|w| w.into_iter().map(|r| (r.0, r.1)).collect()),
                 line: lines.get(i).copied(),
             });
         }
@@ -213,6 +268,139 @@ pub(super) mod tests {
 
     fn err(text: &str) -> LoadError {
         parse(text).unwrap_err()
+    }
+
+    pub(crate) const COMPOSED: &str = "\
+id: sleep-outside-tests
+scope:
+  languages: [kotlin]
+  paths: ['src/**', '!**/test/**']
+match:
+  in: changes
+  all:
+    - any:
+        - regex: {pattern: 'Thread\\.sleep\\('}
+        - regex: {pattern: 'TimeUnit\\.\\w+\\.sleep\\('}
+    - not:
+        regex: {pattern: '@Test', in: file}
+content: Use delay().
+examples:
+  match:
+    - code: \"val a = 1\\nThread.sleep(5)\\n\"
+      path: src/main/A.kt
+      written: [[2, 2]]
+  no_match:
+    - code: \"Thread.sleep(5)\\nval a = 1\\n\"
+      path: src/main/A.kt
+      written: [[2, 2]]
+    - code: Thread.sleep(5)
+      path: src/test/A.kt
+";
+
+    #[test]
+    fn parses_paths_and_a_composed_condition() {
+        use super::super::matching::Condition::{All, Any, Not, Regex};
+        let g = parse(COMPOSED).unwrap();
+        assert_eq!(
+            g.paths,
+            Some(vec!["src/**".to_string(), "!**/test/**".to_string()])
+        );
+        assert_eq!(g.patterns.len(), 3);
+        assert_eq!(
+            g.condition,
+            All(vec![
+                Any(vec![
+                    Regex {
+                        pattern: 0,
+                        within: Within::Changes
+                    },
+                    Regex {
+                        pattern: 1,
+                        within: Within::Changes
+                    },
+                ]),
+                Not(Box::new(Regex {
+                    pattern: 2,
+                    within: Within::File
+                })),
+            ])
+        );
+        assert_eq!(g.examples[0].written, Some(vec![(2, 2)]));
+        assert_eq!(g.indexes.get().map(Vec::len), Some(3));
+        // Today's shape is still read as it was: any of its leaves over the whole file.
+        let old = parse(GOOD).unwrap();
+        assert_eq!(
+            old.condition,
+            super::super::matching::Condition::any_in_file(1)
+        );
+        assert!(old.condition.is_plain());
+        // `match` may also be a single leaf.
+        let leaf = parse("id: a\nmatch:\n  regex: {pattern: x}\ncontent: c\n").unwrap();
+        assert_eq!(
+            leaf.condition,
+            Regex {
+                pattern: 0,
+                within: Within::File
+            }
+        );
+    }
+
+    /// Mistakes in the new language are refused with the line they are on and what to do.
+    #[test]
+    fn composed_conditions_and_path_globs_are_checked() {
+        let e = err(&COMPOSED.replace("'!**/test/**'", "'src/{a'"));
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.message.contains("invalid path glob `src/{a`"), "{e}");
+        let e = err(&COMPOSED.replace("in: changes", "in: diff"));
+        assert_eq!(e.line, Some(6), "{e}");
+        assert!(
+            e.message.contains("`file`") && e.message.contains("`changes`"),
+            "{e}"
+        );
+        let e = err(&COMPOSED.replace("    - not:\n", "    - nope:\n"));
+        assert!(e.message.contains("unknown field `nope`"), "{e}");
+        assert_eq!(e.line, Some(11), "{e}");
+        let e = err("id: a\nmatch:\n  in: changes\ncontent: c\n");
+        assert!(
+            e.message
+                .contains("needs one of `any`, `all`, `not` or `regex`"),
+            "{e}"
+        );
+        let e = err("id: a\nmatch:\n  any: []\ncontent: c\n");
+        assert!(e.message.contains("`any` must list at least one"), "{e}");
+        let e = err("id: a\nmatch:\n  all:\n    - regex: {pattern: x}\n      not: {regex: {pattern: y}}\ncontent: c\n");
+        assert!(e.message.contains("exactly one of"), "{e}");
+        assert_eq!(e.line, Some(4), "{e}");
+        let e = err("id: a\nscope:\n  paths: []\nmatch:\n  regex: {pattern: x}\ncontent: c\n");
+        assert_eq!(e.line, Some(3), "{e}");
+        let deep = format!(
+            "id: a\nmatch:\n{}content: c\n",
+            (0..=MAX_DEPTH)
+                .fold("regex: {pattern: x}".to_string(), |inner, _| format!(
+                    "not: {{{inner}}}"
+                ))
+                .lines()
+                .map(|l| format!("  {l}\n"))
+                .collect::<String>()
+        );
+        assert!(
+            err(&deep).message.contains("more than 8 deep"),
+            "{}",
+            err(&deep)
+        );
+        let many = format!(
+            "id: a\nmatch:\n  any:\n{}content: c\n",
+            (0..=MAX_LEAVES)
+                .map(|i| format!("    - regex: {{pattern: x{i}}}\n"))
+                .collect::<String>()
+        );
+        assert!(
+            err(&many).message.contains("more than 64 regex"),
+            "{}",
+            err(&many)
+        );
+        let e = err(&COMPOSED.replace("[[2, 2]]", "[[3, 2]]"));
+        assert!(e.message.contains("first <= last"), "{e}");
     }
 
     #[test]
@@ -327,6 +515,33 @@ pub(super) mod tests {
             format!("{GOOD}examples:\n  match:\n    - {{path: a.kt}}\n"),
             format!("{GOOD}examples:\n  match:\n    - 3\n"),
         ];
+        let broken = [
+            broken.to_vec(),
+            vec![
+                COMPOSED.replace("in: changes", "in: diff"),
+                COMPOSED.replace("paths: ['src/**', '!**/test/**']", "paths: []"),
+                COMPOSED.replace("paths: ['src/**', '!**/test/**']", "paths: ['!']"),
+                COMPOSED.replace("regex: {pattern: '@Test', in: file}", "regex: {pattern: '@Test', in: nowhere}"),
+                "id: a\nmatch:\n  in: changes\ncontent: c\n".to_string(),
+                "id: a\nmatch:\n  all: []\ncontent: c\n".to_string(),
+                "id: a\nmatch:\n  not: {}\ncontent: c\n".to_string(),
+                "id: a\nmatch:\n  regex: {pattern: x}\n  any:\n    - regex: {pattern: y}\ncontent: c\n".to_string(),
+                "id: a\nmatch:\n  all:\n    - in: changes\n      regex: {pattern: y}\ncontent: c\n".to_string(),
+                COMPOSED.replace("[[2, 2]]", "[[0, 2]]"),
+            ],
+        ]
+        .concat();
+        for good in [
+            COMPOSED.to_string(),
+            "id: a\nmatch:\n  not:\n    not:\n      regex: {pattern: x}\ncontent: c\n".to_string(),
+            "id: a\nmatch:\n  regex: {pattern: x, in: changes}\ncontent: c\n".to_string(),
+        ] {
+            assert!(parse(&good).is_ok(), "{:?}", parse(&good).err());
+            assert!(
+                validator.is_valid(&as_json(&good)),
+                "the schema refused:\n{good}"
+            );
+        }
         let with_examples = format!(
             "{GOOD}examples:\n  match:\n    - println(x)\n    - {{code: y, path: src/A.java}}\n  no_match: []\n"
         );

@@ -15,7 +15,8 @@
 //! - `walk`: every `guideline.yaml` under a root.
 //! - `guideline`: the domain types.
 //! - `matching`: everything about patterns (compile and validation, the literal index, the
-//!   literal scan, confirmation, the hash) and repository globs.
+//!   literal scan, confirmation, the hash), `match` conditions and the lines an edit wrote,
+//!   and repository and path globs.
 
 mod cache;
 mod examples;
@@ -33,10 +34,12 @@ pub use cache::CACHE_FILE_NAME;
 pub use examples::{run_examples, ExampleFailure, ExampleReport};
 pub use guideline::{Example, Expect, Guideline};
 pub use load::{parse_guideline, LoadError};
-pub use matching::Index;
+pub use matching::{Condition, Edit, Index, Text, Within, Written};
 pub use reload::{CacheWrite, Guidebook, ReloadOutcome};
 pub(crate) use snapshot::marked;
-pub use snapshot::{Applicability, ApplicabilityKey, CompiledGuideline, GuidelineSnapshot};
+pub use snapshot::{
+    Applicability, ApplicabilityKey, CompiledGuideline, FilePlace, GuidelineSnapshot, LeafOutcome,
+};
 pub use walk::{find_guideline_files, GUIDELINE_FILE_NAME};
 
 /// Test support: `yaml` written as `root/dir/guideline.yaml` (directories created); its path.

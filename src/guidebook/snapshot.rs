@@ -4,7 +4,7 @@
 //! first need). Reads nothing; built by `reload`, shared through `arc-swap`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
@@ -13,7 +13,8 @@ use regex::bytes::Regex;
 
 use super::guideline::Guideline;
 use super::matching::{
-    build_glob_sets, compile_pattern, compile_repository_glob, index_of, PatternMatcher,
+    build_glob_sets, compile_pattern, compile_repository_glob, index_of, leaf_line, Edit,
+    PathScopes, PatternMatcher, Text, Within,
 };
 use crate::watched::LoadError;
 
@@ -22,7 +23,10 @@ use crate::watched::LoadError;
 #[derive(Debug)]
 pub struct CompiledGuideline {
     pub guideline: Arc<Guideline>,
-    regexes: OnceLock<Vec<Regex>>,
+    regexes: OnceLock<Vec<Option<Regex>>>,
+    /// Its condition is today's shape (any of some patterns over the whole file), which the
+    /// matcher's hit decides alone; others are evaluated on the files the matcher finds.
+    plain: bool,
     /// The token count of this guideline's block of hook text, counted on first use by a
     /// `search` with `maxTokens` and kept for the snapshot's life (a process counts with one
     /// tokenizer), so repeated hooks do not recount the guidelines they match.
@@ -40,21 +44,78 @@ impl CompiledGuideline {
         *self.block_tokens.get_or_init(count)
     }
 
-    fn regexes(&self) -> &[Regex] {
+    /// Its patterns compiled, by position. Every pattern compiled once already, at load time;
+    /// a failure here cannot happen and would only make that leaf never hold.
+    fn regexes(&self) -> &[Option<Regex>] {
         self.regexes.get_or_init(|| {
-            // Every pattern compiled once already, at load time; a failure here cannot happen
-            // and would only make the guideline match less.
             self.guideline
                 .patterns
                 .iter()
-                .filter_map(|p| compile_pattern(p).ok())
+                .map(|p| compile_pattern(p).ok())
                 .collect()
         })
+    }
+
+    /// Each leaf of its condition in the order written, with the line where it held (`None`:
+    /// it did not hold).
+    pub fn leaves(&self, text: &Text<'_>, edit: &Edit<'_>) -> Vec<LeafOutcome> {
+        self.guideline
+            .condition
+            .leaves()
+            .into_iter()
+            .map(|(pattern, within, negated)| LeafOutcome {
+                pattern,
+                within,
+                negated,
+                line: self.leaf(pattern, within, text, edit),
+            })
+            .collect()
+    }
+
+    fn leaf(
+        &self,
+        pattern: usize,
+        within: Within,
+        text: &Text<'_>,
+        edit: &Edit<'_>,
+    ) -> Option<usize> {
+        let regex = self.regexes().get(pattern)?.as_ref()?;
+        leaf_line(regex, within, text, edit)
+    }
+
+    /// Whether its condition holds in `text`.
+    fn holds(&self, text: &Text<'_>, edit: &Edit<'_>) -> bool {
+        self.guideline
+            .condition
+            .holds(&mut |p, within| self.leaf(p, within, text, edit).is_some())
     }
 }
 
 /// Which guidelines apply to one `(repository, language)` pair, as a dense flag per guideline.
 pub type Applicability = Vec<bool>;
+
+/// How one leaf of a condition came out in one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafOutcome {
+    /// The leaf's pattern, by position in the guideline's `patterns`.
+    pub pattern: usize,
+    pub within: Within,
+    /// Under an odd number of `not`s.
+    pub negated: bool,
+    /// The 1-based line of its first match that counts; `None`: it did not hold.
+    pub line: Option<usize>,
+}
+
+/// Where a file sits, for `scope.paths`.
+#[derive(Debug, Clone, Copy)]
+pub enum FilePlace<'a> {
+    /// Its path relative to its repository's root.
+    InRepository(&'a Path),
+    /// Outside any repository: path-scoped guidelines leave it out.
+    Outside,
+    /// Path scopes not checked (a guideline example with no `path`).
+    Unchecked,
+}
 
 /// A guidebook compiled for matching. Never mutated after it is built.
 #[derive(Debug)]
@@ -70,6 +131,11 @@ pub struct GuidelineSnapshot {
     /// Every distinct repository glob of every guideline, in sets of at most
     /// `matching::scope::GLOBS_PER_SET`, each with the guidelines of each of its globs.
     repo_globs: Vec<(GlobSet, Vec<Vec<u32>>)>,
+    /// Every path glob of every path-scoped guideline.
+    path_scopes: PathScopes,
+    /// Guidelines whose condition can hold with no pattern matching (`not` alone): every file
+    /// in their scope is a candidate.
+    unanchored: Vec<u32>,
     /// Applicability per (repository, language) seen lately: working it out is a pass over
     /// every guideline, a search's largest cost after the scan at 10,000 guidelines.
     applicable: Mutex<HashMap<ApplicabilityKey, Arc<Applicability>>>,
@@ -108,28 +174,42 @@ impl GuidelineSnapshot {
                     }
                 }
                 CompiledGuideline {
+                    plain: g.condition.is_plain(),
                     guideline: g,
                     regexes: OnceLock::new(),
                     block_tokens: OnceLock::new(),
                 }
             })
             .collect();
+        let mut unanchored = Vec::new();
         // Each pattern with how it was indexed when it was loaded (or now, for a guideline
         // built in memory), borrowed rather than copied.
-        let patterns = compiled
-            .iter()
-            .enumerate()
-            .flat_map(|(gi, c)| {
-                let g = &c.guideline;
-                let indexes = g
-                    .indexes
-                    .get_or_init(|| g.patterns.iter().map(|p| index_of(p)).collect());
-                g.patterns
-                    .iter()
-                    .zip(indexes)
-                    .map(move |(p, index)| (gi as u32, p.as_str(), index))
-            })
-            .collect();
+        // Only the leaves a match needs are indexed: a file where none of them matches cannot
+        // match (a `not` leaf would only add candidates).
+        let mut patterns = Vec::new();
+        for (gi, c) in compiled.iter().enumerate() {
+            let g = &c.guideline;
+            let indexes = g
+                .indexes
+                .get_or_init(|| g.patterns.iter().map(|p| index_of(p)).collect());
+            let Some(mut required) = g.condition.required_leaves() else {
+                unanchored.push(gi as u32);
+                continue;
+            };
+            required.sort_unstable();
+            required.dedup();
+            for p in required {
+                if let (Some(pattern), Some(index)) = (g.patterns.get(p), indexes.get(p)) {
+                    patterns.push((gi as u32, pattern.as_str(), index));
+                }
+            }
+        }
+        let path_scopes = PathScopes::build(
+            compiled
+                .iter()
+                .enumerate()
+                .filter_map(|(gi, c)| Some((gi as u32, c.guideline.paths.as_deref()?))),
+        );
         let matcher = PatternMatcher::build_indexed(patterns);
         GuidelineSnapshot {
             root,
@@ -138,6 +218,8 @@ impl GuidelineSnapshot {
             loaded_at: SystemTime::now(),
             matcher,
             repo_globs: build_glob_sets(globs),
+            path_scopes,
+            unanchored,
             applicable: Mutex::new(HashMap::new()),
         }
     }
@@ -207,29 +289,91 @@ impl GuidelineSnapshot {
             .collect()
     }
 
-    /// Indices of the applicable guidelines that match `content`, ascending (so in id order).
-    /// The content is scanned once for all patterns.
+    /// Indices of the applicable guidelines that match `content` as a whole file (every line
+    /// written, path scopes unchecked), ascending.
     pub fn matching(&self, content: &[u8], applicable: &Applicability) -> Vec<usize> {
+        let edit = Edit::known(super::matching::Written::All);
+        self.matching_in(&Text::new(content), applicable, FilePlace::Unchecked, &edit)
+    }
+
+    /// For a guideline known to match `content` as a whole file: the 1-based line of its
+    /// earliest match and the pattern that matched there.
+    pub fn first_match(&self, guideline: usize, content: &[u8]) -> Option<(usize, &str)> {
+        let edit = Edit::known(super::matching::Written::All);
+        self.first_match_in(guideline, &Text::new(content), &edit)
+    }
+
+    /// Indices of the applicable guidelines that match the file `text` at `place`, given what
+    /// `edit` wrote, ascending (so in id order). The content is scanned once for all patterns;
+    /// a guideline whose condition is more than "any of these patterns" is then evaluated on
+    /// its own.
+    pub fn matching_in(
+        &self,
+        text: &Text<'_>,
+        applicable: &Applicability,
+        place: FilePlace<'_>,
+        edit: &Edit<'_>,
+    ) -> Vec<usize> {
+        let scoped;
+        let applicable = match place {
+            FilePlace::Unchecked => applicable,
+            _ if self.path_scopes.is_empty() => applicable,
+            FilePlace::InRepository(relative) => {
+                scoped = self.path_scoped(applicable, Some(relative));
+                &scoped
+            }
+            FilePlace::Outside => {
+                scoped = self.path_scoped(applicable, None);
+                &scoped
+            }
+        };
         if !applicable.iter().any(|a| *a) {
             return Vec::new();
         }
         let mut hit = vec![false; self.guidelines.len()];
-        self.matcher.mark_matches(content, applicable, &mut hit);
-        marked(&hit)
+        self.matcher.mark_matches(text.bytes, applicable, &mut hit);
+        for &g in &self.unanchored {
+            hit[g as usize] |= applicable[g as usize];
+        }
+        let mut found = marked(&hit);
+        found.retain(|&g| {
+            let c = &self.guidelines[g];
+            c.plain || c.holds(text, edit)
+        });
+        found
     }
 
-    /// For a guideline known to match: the 1-based line of its earliest match and the pattern
-    /// that matched there.
-    pub fn first_match(&self, guideline: usize, content: &[u8]) -> Option<(usize, &str)> {
+    /// Whether `scope.paths` of guideline `g` takes in the file at `relative`.
+    pub fn in_path_scope(&self, g: usize, relative: &Path) -> bool {
+        let mut one = vec![false; self.guidelines.len()];
+        one[g] = true;
+        self.path_scopes.restrict(&mut one, Some(relative));
+        one[g]
+    }
+
+    /// `applicable` less the path-scoped guidelines that leave out the file at `relative`.
+    fn path_scoped(&self, applicable: &Applicability, relative: Option<&Path>) -> Applicability {
+        let mut scoped = applicable.clone();
+        self.path_scopes.restrict(&mut scoped, relative);
+        scoped
+    }
+
+    /// For a guideline known to match: the 1-based line of its earliest match that counts (of a
+    /// leaf not under `not`) and that leaf's pattern.
+    pub fn first_match_in(
+        &self,
+        guideline: usize,
+        text: &Text<'_>,
+        edit: &Edit<'_>,
+    ) -> Option<(usize, &str)> {
         let g = &self.guidelines[guideline];
-        let (start, pi) = g
-            .regexes()
-            .iter()
-            .enumerate()
-            .filter_map(|(pi, r)| r.find(content).map(|m| (m.start(), pi)))
+        let (line, pattern) = g
+            .leaves(text, edit)
+            .into_iter()
+            .filter(|l| !l.negated)
+            .filter_map(|l| Some((l.line?, l.pattern)))
             .min()?;
-        let line = content[..start].iter().filter(|b| **b == b'\n').count() + 1;
-        Some((line, g.guideline.patterns[pi].as_str()))
+        Some((line, g.guideline.patterns[pattern].as_str()))
     }
 
     /// Index of a guideline by id.
@@ -289,6 +433,8 @@ mod tests {
             id: id.into(),
             repositories: repos.map(|r| r.iter().map(|s| s.to_string()).collect()),
             languages: langs.map(|l| l.to_vec()),
+            paths: None,
+            condition: super::super::matching::Condition::any_in_file(pats.len()),
             patterns: pats.iter().map(|s| s.to_string()).collect(),
             content: format!("{id} content"),
             source: Path::new("/g").join(id).join("guideline.yaml"),

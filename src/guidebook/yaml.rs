@@ -7,8 +7,8 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use super::matching::{
-    compile_repository_glob, index_of_hir, one_line_regex_error, parse_and_validate, Index,
-    MAX_PATTERN_LEN,
+    compile_path_glob, compile_repository_glob, index_of_hir, one_line_regex_error,
+    parse_and_validate, Index, Within, MAX_PATTERN_LEN,
 };
 use crate::language;
 
@@ -43,11 +43,34 @@ pub(super) struct RawExamples {
 }
 
 /// One example: its code, or its code and the path it stands for (its language scopes it).
-#[derive(Deserialize)]
-#[serde(untagged, expecting = "a code snippet, or {code, path}")]
+/// Read by hand rather than `untagged`, so that a mistake inside `{code, path, written}` is
+/// reported as itself, at its line.
 pub(super) enum RawExample {
     Code(String),
     WithPath(RawExampleWithPath),
+}
+
+impl<'de> Deserialize<'de> for RawExample {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Example;
+        impl<'de> de::Visitor<'de> for Example {
+            type Value = RawExample;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a code snippet, or {code, path, written}")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawExample, E> {
+                Ok(RawExample::Code(v.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<RawExample, E> {
+                Ok(RawExample::Code(v))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<RawExample, A::Error> {
+                RawExampleWithPath::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawExample::WithPath)
+            }
+        }
+        d.deserialize_any(Example)
+    }
 }
 
 #[derive(Deserialize)]
@@ -56,6 +79,24 @@ pub(super) struct RawExampleWithPath {
     pub(super) code: String,
     #[serde(default)]
     pub(super) path: Option<ExamplePath>,
+    /// The lines of `code` the edit wrote (`[first, last]`, 1-based), for `in: changes`.
+    #[serde(default)]
+    pub(super) written: Option<Vec<LineRange>>,
+}
+
+/// `[first, last]`: 1-based lines, `first <= last`.
+pub(super) struct LineRange(pub(super) usize, pub(super) usize);
+
+impl<'de> Deserialize<'de> for LineRange {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let pair = <Vec<usize>>::deserialize(d)?;
+        match pair[..] {
+            [first, last] if first >= 1 && first <= last => Ok(LineRange(first, last)),
+            _ => Err(de::Error::custom(format!(
+                "a written line range is [first, last], 1-based with first <= last, not {pair:?}"
+            ))),
+        }
+    }
 }
 
 /// A relative path with no `..`: it only stands for a file name and its language.
@@ -80,6 +121,8 @@ pub(super) struct RawScope {
     pub(super) repositories: Option<Vec<RepositoryGlob>>,
     #[serde(default)]
     pub(super) languages: Option<Vec<LanguageName>>,
+    #[serde(default)]
+    pub(super) paths: Option<PathGlobs>,
 }
 
 /// The events a guideline can be shown on. Only file changes exist today; the list form leaves
@@ -90,22 +133,112 @@ pub(super) enum Event {
     FileChanged,
 }
 
+/// `match`: one condition (`any`, `all`, `not` or `regex`), and where its regex leaves look
+/// (`in`, default `file`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMatch {
-    pub(super) any: Vec<RawCondition>,
+    #[serde(default, rename = "in")]
+    pub(super) within: Option<Within>,
+    #[serde(default)]
+    pub(super) any: Option<Vec<RawCondition>>,
+    #[serde(default)]
+    pub(super) all: Option<Vec<RawCondition>>,
+    #[serde(default)]
+    pub(super) not: Option<Box<RawCondition>>,
+    #[serde(default)]
+    pub(super) regex: Option<RawRegex>,
+}
+
+impl RawMatch {
+    /// The one condition it holds, or why not.
+    pub(super) fn condition(self) -> Result<RawCondition, String> {
+        RawCondition::from_keys(self.any, self.all, self.not, self.regex, "match")
+    }
+}
+
+/// A condition: exactly one of `any: [conditions]`, `all: [conditions]`, `not: condition`,
+/// `regex: {pattern, in}`.
+#[derive(Deserialize)]
+#[serde(try_from = "RawConditionKeys")]
+pub(super) enum RawCondition {
+    Any(Vec<RawCondition>),
+    All(Vec<RawCondition>),
+    Not(Box<RawCondition>),
+    Regex(RawRegex),
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawCondition {
-    pub(super) regex: RawRegex,
+pub(super) struct RawConditionKeys {
+    #[serde(default)]
+    any: Option<Vec<RawCondition>>,
+    #[serde(default)]
+    all: Option<Vec<RawCondition>>,
+    #[serde(default)]
+    not: Option<Box<RawCondition>>,
+    #[serde(default)]
+    regex: Option<RawRegex>,
+}
+
+impl TryFrom<RawConditionKeys> for RawCondition {
+    type Error = String;
+
+    fn try_from(k: RawConditionKeys) -> Result<Self, String> {
+        RawCondition::from_keys(k.any, k.all, k.not, k.regex, "a condition")
+    }
+}
+
+impl RawCondition {
+    fn from_keys(
+        any: Option<Vec<RawCondition>>,
+        all: Option<Vec<RawCondition>>,
+        not: Option<Box<RawCondition>>,
+        regex: Option<RawRegex>,
+        what: &str,
+    ) -> Result<RawCondition, String> {
+        let given = [any.is_some(), all.is_some(), not.is_some(), regex.is_some()];
+        match given.iter().filter(|g| **g).count() {
+            1 => {}
+            0 => {
+                return Err(format!(
+                    "{what} needs one of `any`, `all`, `not` or `regex`"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "{what} takes exactly one of `any`, `all`, `not` or `regex`; combine several with `all: [...]` or `any: [...]`"
+                ))
+            }
+        }
+        let empty = |list: &Vec<RawCondition>, key: &str| {
+            if list.is_empty() {
+                Err(format!("`{key}` must list at least one condition"))
+            } else {
+                Ok(())
+            }
+        };
+        Ok(if let Some(any) = any {
+            empty(&any, "any")?;
+            RawCondition::Any(any)
+        } else if let Some(all) = all {
+            empty(&all, "all")?;
+            RawCondition::All(all)
+        } else if let Some(not) = not {
+            RawCondition::Not(not)
+        } else {
+            RawCondition::Regex(regex.expect("one key was given"))
+        })
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRegex {
     pub(super) pattern: Pattern,
+    /// Overrides `match.in` for this leaf.
+    #[serde(default, rename = "in")]
+    pub(super) within: Option<Within>,
 }
 
 pub(super) struct GuidelineId(pub(super) String);
@@ -138,6 +271,32 @@ impl<'de> Deserialize<'de> for RepositoryGlob {
         compile_repository_glob(&s)
             .map_err(|e| de::Error::custom(format!("invalid repository glob `{s}`: {e}")))?;
         Ok(RepositoryGlob(s))
+    }
+}
+
+/// `scope.paths`: a non-empty list of path globs.
+pub(super) struct PathGlobs(pub(super) Vec<PathGlob>);
+
+impl<'de> Deserialize<'de> for PathGlobs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let globs = Vec::<PathGlob>::deserialize(d)?;
+        if globs.is_empty() {
+            return Err(de::Error::custom(
+                "`scope.paths` is an empty list; leave it out to mean every path",
+            ));
+        }
+        Ok(PathGlobs(globs))
+    }
+}
+
+/// A `scope.paths` entry: a glob relative to the repository root, `!` in front to exclude.
+pub(super) struct PathGlob(pub(super) String);
+
+impl<'de> Deserialize<'de> for PathGlob {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        compile_path_glob(&s).map_err(de::Error::custom)?;
+        Ok(PathGlob(s))
     }
 }
 

@@ -307,6 +307,7 @@ pub fn sidecar_call(tool: &str, arguments: JsonObject) -> Option<Result<Call, St
                 filepaths: p.filepaths,
                 deadline_ms: None,
                 max_tokens: p.max_tokens,
+                ..Default::default()
             }
             .call()
         }),

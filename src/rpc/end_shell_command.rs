@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::begin_shell_command::check_paths;
 use super::search::FoundGuideline;
-use super::{non_empty, RpcError};
+use super::{edits_of, non_empty, RpcError, WrittenParam};
 use crate::engine::Engine;
 use crate::metrics::HookKind;
 use crate::search::{search, SearchRequest};
@@ -55,9 +55,25 @@ pub fn handle(
     if changes.files.is_empty() {
         return Ok(Vec::new());
     }
+    // The lines known from a pre-image; the other files' come from the last commit.
+    let written: WrittenParam = changes
+        .written
+        .iter()
+        .map(|(path, ranges)| {
+            let ranges = ranges.iter().map(|[a, b]| [u64::from(*a), u64::from(*b)]);
+            (path.clone(), ranges.collect())
+        })
+        .collect();
+    let edits = edits_of(
+        &changes.files,
+        Some(written),
+        None,
+        engine.settings.max_file_bytes,
+    )?;
     let request = SearchRequest {
         session_id: &params.session_id,
         filepaths: &changes.files,
+        edits: &edits,
         deadline: params
             .deadline_ms
             .map(|ms| received + Duration::from_millis(ms)),

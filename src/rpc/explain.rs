@@ -7,7 +7,9 @@ use serde::Deserialize;
 
 use super::{absolute_paths, non_empty, RpcError};
 use crate::engine::Engine;
-pub use crate::explain::{ExplainedFile, ExplainedMatch, Explanation, GuidelineState};
+pub use crate::explain::{
+    ExplainedFile, ExplainedLeaf, ExplainedMatch, Explanation, GuidelineState,
+};
 
 /// The longest one `explain` call may take: past it the call fails with -32001. A thousand
 /// files of 2 MiB take a few seconds; the bound is what keeps a caller from making the daemon
@@ -31,6 +33,7 @@ pub fn handle(engine: &Engine, params: Params, received: Instant) -> Result<Expl
     Ok(crate::explain::explain_until(
         engine,
         &params.filepaths,
+        &crate::engine::Edits::new(),
         params.session_id.as_deref(),
         Some(received + MAX_EXPLAIN_TIME),
     )?)

@@ -224,9 +224,93 @@ pub(crate) fn absolute_paths(paths: &[String]) -> Result<(), RpcError> {
     Ok(())
 }
 
+/// The most written-line ranges one file may carry.
+pub(crate) const MAX_WRITTEN_RANGES: usize = 100_000;
+
+/// Lines written per file (`[first, last]`, 1-based, inclusive), by path as in `filepaths`.
+pub(crate) type WrittenParam = std::collections::HashMap<String, Vec<[u64; 2]>>;
+
+/// The `written` and `contents` params checked against `filepaths` and turned into what the
+/// evaluation takes: each key must be one of `filepaths`, each range 1-based with
+/// `first <= last`; content beyond `max_bytes` is cut there, as a file read would be.
+pub(crate) fn edits_of(
+    filepaths: &[String],
+    written: Option<WrittenParam>,
+    contents: Option<std::collections::HashMap<String, String>>,
+    max_bytes: u64,
+) -> Result<crate::engine::Edits, RpcError> {
+    use crate::guidebook::Written;
+    let known: std::collections::HashSet<&str> = filepaths.iter().map(String::as_str).collect();
+    let unknown = |param: &str, key: &str| {
+        RpcError::InvalidParams(format!("{param}: `{key}` is not one of filepaths"))
+    };
+    let mut edits = crate::engine::Edits::new();
+    for (path, ranges) in written.unwrap_or_default() {
+        if !known.contains(path.as_str()) {
+            return Err(unknown("written", &path));
+        }
+        if ranges.len() > MAX_WRITTEN_RANGES {
+            return Err(RpcError::InvalidParams(format!(
+                "written[\"{path}\"]: {} ranges given; at most {MAX_WRITTEN_RANGES}",
+                ranges.len()
+            )));
+        }
+        let mut lines = Vec::with_capacity(ranges.len());
+        for (i, [first, last]) in ranges.into_iter().enumerate() {
+            if first == 0 || first > last {
+                return Err(RpcError::InvalidParams(format!(
+                    "written[\"{path}\"][{i}]: [{first}, {last}] is not a line range; lines are 1-based and first <= last"
+                )));
+            }
+            lines.push((first as usize, last as usize));
+        }
+        edits.entry(path).or_default().written = Some(Written::lines(lines));
+    }
+    for (path, content) in contents.unwrap_or_default() {
+        if !known.contains(path.as_str()) {
+            return Err(unknown("contents", &path));
+        }
+        let mut bytes = content.into_bytes();
+        bytes.truncate(usize::try_from(max_bytes).unwrap_or(usize::MAX));
+        edits.entry(path).or_default().content = Some(std::sync::Arc::new(bytes));
+    }
+    Ok(edits)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn edits_name_the_param_path_and_range_they_refuse() {
+        let paths = vec!["/r/a.kt".to_string()];
+        let err = |w: WrittenParam| match edits_of(&paths, Some(w), None, 10) {
+            Err(RpcError::InvalidParams(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        let one = |k: &str, r: Vec<[u64; 2]>| WrittenParam::from([(k.to_string(), r)]);
+        assert_eq!(
+            err(one("/r/b.kt", vec![])),
+            "written: `/r/b.kt` is not one of filepaths"
+        );
+        assert!(err(one("/r/a.kt", vec![[1, 2], [0, 3]]))
+            .starts_with("written[\"/r/a.kt\"][1]: [0, 3]"));
+        assert!(err(one("/r/a.kt", vec![[5, 4]])).contains("first <= last"));
+        let contents = std::collections::HashMap::from([("/r/a.kt".to_string(), "x".repeat(20))]);
+        let edits = edits_of(
+            &paths,
+            Some(one("/r/a.kt", vec![[3, 4], [1, 1]])),
+            Some(contents),
+            10,
+        )
+        .unwrap();
+        let e = &edits["/r/a.kt"];
+        assert_eq!(
+            e.written,
+            Some(crate::guidebook::Written::Lines(vec![(1, 1), (3, 4)]))
+        );
+        assert_eq!(e.content.as_ref().unwrap().len(), 10, "cut at the file cap");
+    }
 
     fn thread() -> std::thread::ThreadId {
         std::thread::current().id()

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{absolute_paths, non_empty, RpcError};
+use super::{absolute_paths, edits_of, non_empty, RpcError, WrittenParam};
 use crate::engine::Engine;
 use crate::metrics::HookKind;
 use crate::search::{search, SearchRequest, ShownGuideline};
@@ -22,6 +22,12 @@ pub struct Params {
     /// A token budget for the hook text the result forms (header and blocks).
     #[serde(default)]
     pub max_tokens: Option<u64>,
+    /// The lines each edit wrote, by path as in `filepaths`.
+    #[serde(default)]
+    pub written: Option<WrittenParam>,
+    /// Content to match instead of the file on disk, by path as in `filepaths`.
+    #[serde(default)]
+    pub contents: Option<std::collections::HashMap<String, String>>,
 }
 
 /// One guideline to show, `content` exactly as in its YAML.
@@ -47,9 +53,16 @@ pub fn handle(
 ) -> Result<Vec<FoundGuideline>, RpcError> {
     non_empty("sessionId", &params.session_id)?;
     absolute_paths(&params.filepaths)?;
+    let edits = edits_of(
+        &params.filepaths,
+        params.written,
+        params.contents,
+        engine.settings.max_file_bytes,
+    )?;
     let request = SearchRequest {
         session_id: &params.session_id,
         filepaths: &params.filepaths,
+        edits: &edits,
         deadline: params
             .deadline_ms
             .map(|ms| received + Duration::from_millis(ms)),

@@ -65,6 +65,8 @@ fn guideline(id: usize, patterns: Vec<String>) -> Arc<Guideline> {
         id: format!("g{id:04}"),
         repositories: None,
         languages: None,
+        paths: None,
+        condition: adaptive_guidebook::guidebook::Condition::any_in_file(patterns.len()),
         patterns,
         content: "c".into(),
         source: PathBuf::from(format!("/g/g{id:04}/guideline.yaml")),

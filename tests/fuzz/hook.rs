@@ -219,7 +219,11 @@ proptest! {
         for event in [&value, &event] {
             let action = case("plan", event, || plan(event));
             match &action {
-                Action::Search { session_id, filepaths } => {
+                Action::Search {
+                    session_id,
+                    filepaths,
+                    ..
+                } => {
                     prop_assert!(!session_id.is_empty());
                     prop_assert!(!filepaths.is_empty());
                     absolute_and_distinct(filepaths);

@@ -26,6 +26,7 @@ mod metrics;
 mod openrpc;
 mod presentation;
 mod protocol;
+mod relevance;
 mod reload;
 mod scope;
 mod service;

@@ -31,6 +31,8 @@ fn every_call() -> Vec<Probe> {
             Search {
                 session_id: "s".into(),
                 filepaths: vec!["/nonexistent/a.kt".into()],
+                written: vec![("/nonexistent/a.kt".into(), vec![[1, 2]])],
+                contents: vec![("/nonexistent/a.kt".into(), "x\n".into())],
                 deadline_ms: Some(5000),
                 max_tokens: Some(2000),
             }

@@ -9,8 +9,11 @@
 //!   bounded caches of what it compiles.
 //! - `matcher`: [`PatternMatcher`], a snapshot's patterns indexed and ready to mark matches.
 //! - `hash`: the hash of the index's tables and the validator's memo.
-//! - `scope`: repository globs.
+//! - `scope`: repository and path globs.
+//! - `condition`: `match` conditions (`any`, `all`, `not`, regex leaves, `in`) and the lines
+//!   an edit wrote.
 
+mod condition;
 mod confirm;
 mod hash;
 mod index;
@@ -19,10 +22,11 @@ mod matcher;
 mod pattern;
 mod scope;
 
+pub use condition::{leaf_line, Condition, Edit, Text, Within, Written};
 pub use index::Index;
 pub(crate) use index::{index_of, index_of_hir};
 pub(crate) use matcher::PatternMatcher;
 pub(crate) use pattern::{
     compile_pattern, one_line_regex_error, parse_and_validate, MAX_PATTERN_LEN,
 };
-pub(crate) use scope::{build_glob_sets, compile_repository_glob};
+pub(crate) use scope::{build_glob_sets, compile_path_glob, compile_repository_glob, PathScopes};

@@ -1,0 +1,401 @@
+//! A guideline's `match` condition: regex leaves combined with `any`, `all` and `not`, each
+//! leaf looking at the whole file or only at the lines the latest edit wrote (`in`), and its
+//! evaluation on one file's content. Reads and writes nothing.
+//!
+//! Under `in: changes` a leaf holds when one of its matches overlaps a written line; `not`
+//! inverts its condition as it is (so `not` of a `changes` leaf holds when the edit wrote no
+//! match), `all` needs every member, `any` one. A leaf's own `in` overrides the one of `match`.
+
+use std::cell::OnceCell;
+
+use regex::bytes::Regex;
+use serde::{Deserialize, Serialize};
+
+/// Where a regex leaf looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Within {
+    /// Anywhere in the file (the default).
+    #[default]
+    File,
+    /// Only matches that overlap a line the latest edit wrote.
+    Changes,
+}
+
+impl Within {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Within::File => "file",
+            Within::Changes => "changes",
+        }
+    }
+}
+
+/// A `match` condition, validated. Leaves name their pattern by its position in the
+/// guideline's `patterns`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    Any(Vec<Condition>),
+    All(Vec<Condition>),
+    Not(Box<Condition>),
+    Regex { pattern: usize, within: Within },
+}
+
+impl Condition {
+    /// Any of `patterns` patterns over the whole file: the condition of a guideline that
+    /// lists its regexes under `match.any`.
+    pub fn any_in_file(patterns: usize) -> Condition {
+        Condition::Any(
+            (0..patterns)
+                .map(|pattern| Condition::Regex {
+                    pattern,
+                    within: Within::File,
+                })
+                .collect(),
+        )
+    }
+
+    /// Today's shape: any of some leaves, each over the whole file. Such a guideline matches
+    /// exactly when one of its patterns does, which the literal index decides on its own.
+    pub fn is_plain(&self) -> bool {
+        match self {
+            Condition::Any(members) => members.iter().all(|m| {
+                matches!(
+                    m,
+                    Condition::Regex {
+                        within: Within::File,
+                        ..
+                    }
+                )
+            }),
+            Condition::Regex {
+                within: Within::File,
+                ..
+            } => true,
+            _ => false,
+        }
+    }
+
+    /// The leaves that must hold somewhere for the condition to hold, when there are such
+    /// (`None`: the condition can hold with no leaf matching, as `not` alone does). A file in
+    /// which none of them matches cannot match, so only these are indexed.
+    pub fn required_leaves(&self) -> Option<Vec<usize>> {
+        match self {
+            Condition::Regex { pattern, .. } => Some(vec![*pattern]),
+            Condition::Not(_) => None,
+            Condition::Any(members) => {
+                let mut all = Vec::new();
+                for m in members {
+                    all.extend(m.required_leaves()?);
+                }
+                Some(all)
+            }
+            // Every member must hold: the first one that needs a leaf is enough to index by.
+            Condition::All(members) => members.iter().find_map(Condition::required_leaves),
+        }
+    }
+
+    /// Whether any leaf looks only at the written lines.
+    pub fn uses_changes(&self) -> bool {
+        match self {
+            Condition::Regex { within, .. } => *within == Within::Changes,
+            Condition::Not(c) => c.uses_changes(),
+            Condition::Any(m) | Condition::All(m) => m.iter().any(Condition::uses_changes),
+        }
+    }
+
+    /// Evaluates the condition, asking `leaf` whether a leaf holds (short-circuiting).
+    pub fn holds(&self, leaf: &mut impl FnMut(usize, Within) -> bool) -> bool {
+        match self {
+            Condition::Regex { pattern, within } => leaf(*pattern, *within),
+            Condition::Not(c) => !c.holds(leaf),
+            Condition::Any(m) => m.iter().any(|c| c.holds(leaf)),
+            Condition::All(m) => m.iter().all(|c| c.holds(leaf)),
+        }
+    }
+
+    /// Every leaf, in the order written: `(pattern, within, negated)`, `negated` when it sits
+    /// under an odd number of `not`s.
+    pub fn leaves(&self) -> Vec<(usize, Within, bool)> {
+        fn walk(c: &Condition, negated: bool, out: &mut Vec<(usize, Within, bool)>) {
+            match c {
+                Condition::Regex { pattern, within } => out.push((*pattern, *within, negated)),
+                Condition::Not(c) => walk(c, !negated, out),
+                Condition::Any(m) | Condition::All(m) => {
+                    m.iter().for_each(|c| walk(c, negated, out))
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, false, &mut out);
+        out
+    }
+}
+
+/// The lines the latest edit wrote in a file, as the search was told them or worked them out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// Every line (a new file, an untracked one, or nothing better known).
+    All,
+    /// These 1-based inclusive line ranges, sorted and merged.
+    Lines(Vec<(usize, usize)>),
+}
+
+impl Written {
+    /// The ranges as given (any order, overlapping, `first > last` dropped), sorted and merged.
+    pub fn lines(mut ranges: Vec<(usize, usize)>) -> Written {
+        ranges.retain(|(a, b)| a <= b);
+        ranges.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+        for (a, b) in ranges {
+            match merged.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        Written::Lines(merged)
+    }
+
+    /// Whether any of the lines `first..=last` was written.
+    pub fn overlaps(&self, first: usize, last: usize) -> bool {
+        match self {
+            Written::All => true,
+            Written::Lines(ranges) => {
+                // The first range that ends at or after `first`.
+                let i = ranges.partition_point(|(_, b)| *b < first);
+                ranges.get(i).is_some_and(|(a, _)| *a <= last)
+            }
+        }
+    }
+
+    /// Whether no line was written.
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Written::Lines(r) if r.is_empty())
+    }
+}
+
+/// The start offset of every line of a text, to turn byte offsets into 1-based lines.
+#[derive(Debug)]
+pub struct LineStarts(Vec<usize>);
+
+impl LineStarts {
+    pub fn of(content: &[u8]) -> LineStarts {
+        let mut starts = vec![0];
+        starts.extend(
+            content
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        LineStarts(starts)
+    }
+
+    /// The 1-based line holding byte `offset`.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.0.partition_point(|s| *s <= offset)
+    }
+
+    /// The lines a match `start..end` spans (an empty match: its line).
+    pub fn span(&self, start: usize, end: usize) -> (usize, usize) {
+        let first = self.line_of(start);
+        (first, self.line_of(end.saturating_sub(1).max(start)))
+    }
+}
+
+/// What one file's evaluation knows of the edit: the written lines, given or worked out on
+/// first need (working them out may run `git`, which most files never need).
+pub struct Edit<'a> {
+    written: OnceCell<Written>,
+    find: Box<dyn Fn() -> Written + 'a>,
+}
+
+impl<'a> Edit<'a> {
+    /// Written lines known already.
+    pub fn known(written: Written) -> Edit<'a> {
+        let cell = OnceCell::new();
+        let _ = cell.set(written);
+        Edit {
+            written: cell,
+            find: Box::new(|| Written::All),
+        }
+    }
+
+    /// Written lines that `find` works out if a leaf asks.
+    pub fn lazy(find: impl Fn() -> Written + 'a) -> Edit<'a> {
+        Edit {
+            written: OnceCell::new(),
+            find: Box::new(find),
+        }
+    }
+
+    pub fn written(&self) -> &Written {
+        self.written.get_or_init(|| (self.find)())
+    }
+}
+
+/// One file's content with its line starts worked out on first need.
+pub struct Text<'a> {
+    pub bytes: &'a [u8],
+    lines: OnceCell<LineStarts>,
+}
+
+impl<'a> Text<'a> {
+    pub fn new(bytes: &'a [u8]) -> Text<'a> {
+        Text {
+            bytes,
+            lines: OnceCell::new(),
+        }
+    }
+
+    pub fn lines(&self) -> &LineStarts {
+        self.lines.get_or_init(|| LineStarts::of(self.bytes))
+    }
+}
+
+/// Whether a regex leaf holds in `text`, and if so the 1-based line of its first match that
+/// counts (under `changes`, the first that overlaps a written line).
+pub fn leaf_line(regex: &Regex, within: Within, text: &Text<'_>, edit: &Edit<'_>) -> Option<usize> {
+    let written = match within {
+        Within::File => None,
+        Within::Changes => match edit.written() {
+            Written::All => None,
+            w if w.is_empty() => return None,
+            w => Some(w),
+        },
+    };
+    match written {
+        None => regex
+            .find(text.bytes)
+            .map(|m| text.lines().line_of(m.start())),
+        Some(written) => regex.find_iter(text.bytes).find_map(|m| {
+            let (first, last) = text.lines().span(m.start(), m.end());
+            written.overlaps(first, last).then_some(first)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaf(p: usize, within: Within) -> Condition {
+        Condition::Regex { pattern: p, within }
+    }
+
+    #[test]
+    fn written_ranges_merge_and_overlap() {
+        let w = Written::lines(vec![(10, 12), (3, 3), (4, 5), (20, 19), (11, 14)]);
+        assert_eq!(w, Written::Lines(vec![(3, 5), (10, 14)]));
+        let hits: Vec<usize> = (1..=16).filter(|&l| w.overlaps(l, l)).collect();
+        assert_eq!(hits, [3, 4, 5, 10, 11, 12, 13, 14]);
+        assert!(w.overlaps(1, 3) && w.overlaps(6, 10) && !w.overlaps(6, 9));
+        assert!(Written::lines(vec![]).is_empty() && !Written::lines(vec![]).overlaps(1, 99));
+        assert!(Written::All.overlaps(7, 7));
+    }
+
+    #[test]
+    fn lines_of_offsets_and_spans() {
+        let text = b"ab\ncd\n\nef";
+        let lines = LineStarts::of(text);
+        let at: Vec<usize> = (0..text.len()).map(|o| lines.line_of(o)).collect();
+        assert_eq!(at, [1, 1, 1, 2, 2, 2, 3, 4, 4]);
+        assert_eq!(lines.span(1, 4), (1, 2), "b\\nc spans two lines");
+        assert_eq!(
+            lines.span(0, 3),
+            (1, 1),
+            "a match ending at the newline stays on its line"
+        );
+        assert_eq!(lines.span(7, 7), (4, 4), "an empty match sits on its line");
+    }
+
+    #[test]
+    fn required_leaves_and_plainness() {
+        let (a, b, c) = (
+            leaf(0, Within::File),
+            leaf(1, Within::Changes),
+            leaf(2, Within::File),
+        );
+        assert!(Condition::Any(vec![a.clone(), c.clone()]).is_plain());
+        assert!(!Condition::Any(vec![a.clone(), b.clone()]).is_plain());
+        assert!(!Condition::All(vec![a.clone()]).is_plain());
+        let x_not_y = Condition::All(vec![
+            Condition::Not(Box::new(c.clone())),
+            Condition::Any(vec![a.clone(), b.clone()]),
+        ]);
+        assert_eq!(x_not_y.required_leaves(), Some(vec![0, 1]));
+        assert_eq!(Condition::Not(Box::new(a.clone())).required_leaves(), None);
+        assert_eq!(
+            Condition::Any(vec![a.clone(), Condition::Not(Box::new(c.clone()))]).required_leaves(),
+            None,
+            "`any` with a `not` member can hold with no leaf matching"
+        );
+        assert!(x_not_y.uses_changes());
+        assert_eq!(
+            x_not_y.leaves(),
+            [
+                (2, Within::File, true),
+                (0, Within::File, false),
+                (1, Within::Changes, false)
+            ]
+        );
+        let held = [true, false, true];
+        assert!(
+            !x_not_y.holds(&mut |p, _| held[p]),
+            "Y (leaf 2) holds, so not Y fails"
+        );
+        let held = [true, false, false];
+        assert!(x_not_y.holds(&mut |p, _| held[p]));
+    }
+}
+
+#[cfg(test)]
+mod leaf_tests {
+    use super::*;
+
+    #[test]
+    fn a_changes_leaf_holds_only_on_written_lines() {
+        let text = Text::new(b"a Thread.sleep(1)\nb\nc Thread.sleep(2)\nd\n");
+        let re = Regex::new(r"Thread\.sleep\(").unwrap();
+        let on = |w: Written| leaf_line(&re, Within::Changes, &text, &Edit::known(w));
+        assert_eq!(on(Written::lines(vec![(2, 2)])), None);
+        assert_eq!(on(Written::lines(vec![(2, 3)])), Some(3));
+        assert_eq!(on(Written::lines(vec![])), None);
+        assert_eq!(on(Written::All), Some(1));
+        let file = leaf_line(
+            &re,
+            Within::File,
+            &text,
+            &Edit::known(Written::lines(vec![])),
+        );
+        assert_eq!(file, Some(1), "`in: file` ignores what was written");
+        let multi = Regex::new(r"(?s)sleep\(1\).b").unwrap();
+        assert_eq!(
+            leaf_line(
+                &multi,
+                Within::Changes,
+                &text,
+                &Edit::known(Written::lines(vec![(2, 2)]))
+            ),
+            Some(1),
+            "a match spanning into a written line counts, reported at its first line"
+        );
+    }
+
+    #[test]
+    fn lazy_written_lines_are_worked_out_once_and_only_when_asked() {
+        let calls = std::cell::Cell::new(0);
+        let edit = Edit::lazy(|| {
+            calls.set(calls.get() + 1);
+            Written::lines(vec![(1, 1)])
+        });
+        let text = Text::new(b"x\n");
+        let re = Regex::new("x").unwrap();
+        assert_eq!(leaf_line(&re, Within::File, &text, &edit), Some(1));
+        assert_eq!(calls.get(), 0);
+        assert_eq!(leaf_line(&re, Within::Changes, &text, &edit), Some(1));
+        assert_eq!(leaf_line(&re, Within::Changes, &text, &edit), Some(1));
+        assert_eq!(calls.get(), 1);
+    }
+}
