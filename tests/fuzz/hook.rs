@@ -229,6 +229,15 @@ proptest! {
                     absolute_and_distinct(filepaths);
                 }
                 Action::ResetSession { session_id } => prop_assert!(!session_id.is_empty()),
+                Action::BeginShell(begin) => {
+                    prop_assert!(!begin.session_id.is_empty() && !begin.call_id.is_empty());
+                    prop_assert!(begin.targets.iter().chain(&begin.mentioned).all(|p| p.starts_with('/')));
+                    prop_assert!(begin.dir.iter().all(|d| d.starts_with('/')));
+                }
+                Action::EndShell(end) => {
+                    prop_assert!(!end.session_id.is_empty() && !end.call_id.is_empty());
+                    prop_assert!(end.targets.iter().all(|p| p.starts_with('/')));
+                }
                 Action::Nothing => {}
             }
             case("plan_breaker", event, || plan_breaker(event));

@@ -30,6 +30,7 @@ mod relevance;
 mod reload;
 mod scope;
 mod service;
+mod shell_writes;
 mod starvation;
 mod test_script;
 mod tidy;

@@ -6,8 +6,9 @@ use std::fmt;
 
 use adaptive_guidebook::rpc;
 use guidebook_hook::protocol::{
-    method, no_params, AbAssign, BuildPrompt, Call, CheckError, Explain, IsEnabled, RecordError,
-    RecordQcResult, RecordQcReview, RecordSessionTokens, Search, SessionCall, SetFlag,
+    method, no_params, AbAssign, BeginShellCommand, BuildPrompt, Call, CheckError, EndShellCommand,
+    Explain, IsEnabled, RecordError, RecordQcResult, RecordQcReview, RecordSessionTokens, Search,
+    SessionCall, SetFlag,
 };
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde_json::Value;
@@ -157,6 +158,31 @@ fn every_call() -> Vec<Probe> {
             .call(),
             fields_of::<rpc::ab_assign::Params>(),
             parses::<rpc::ab_assign::Params>,
+        ),
+        (
+            BeginShellCommand {
+                session_id: "s".into(),
+                call_id: "cmd-1".into(),
+                dir: Some("/nonexistent".into()),
+                targets: vec!["/nonexistent/a.kt".into()],
+                mentioned: vec!["/nonexistent/b.kt".into()],
+            }
+            .call(),
+            fields_of::<rpc::begin_shell_command::Params>(),
+            parses::<rpc::begin_shell_command::Params>,
+        ),
+        (
+            EndShellCommand {
+                session_id: "s".into(),
+                call_id: "cmd-1".into(),
+                dir: Some("/nonexistent".into()),
+                targets: vec!["/nonexistent/a.kt".into()],
+                deadline_ms: Some(5000),
+                max_tokens: Some(2000),
+            }
+            .call(),
+            fields_of::<rpc::end_shell_command::Params>(),
+            parses::<rpc::end_shell_command::Params>,
         ),
         (
             no_params(method::DISCOVER),
