@@ -31,6 +31,7 @@ mod reload;
 mod scope;
 mod service;
 mod shell_writes;
+mod shell_writes_real;
 mod starvation;
 mod test_script;
 mod tidy;
