@@ -254,6 +254,37 @@ mod tests {
         );
     }
 
+    /// A shell command about to run asks `beginShellCommand` without starting a sidecar and
+    /// prints nothing; after it ran, `endShellCommand`'s guidelines are shown as a search's.
+    #[test]
+    fn a_shell_command_begins_without_starting_a_sidecar_and_ends_with_its_guidelines() {
+        let event = |name: &str| {
+            json!({"session_id": "s", "hook_event_name": name, "cwd": "/w", "tool_name": "Bash",
+                "tool_input": {"command": "sed -i s/a/b/ A.kt"}})
+        };
+        let mut link = scripted(vec![Ok(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"watching":true,"kept":1}}"#,
+        )]);
+        let line = handle_event(&event("PreToolUse"), None, Protected::default, &mut link);
+        assert_eq!(line, None);
+        let (body, may_start) = &link.asked[0];
+        assert!(!may_start, "a begin never starts a sidecar");
+        assert!(body.contains(r#""method":"beginShellCommand""#), "{body}");
+        assert!(body.contains(r#""targets":["/w/A.kt"]"#), "{body}");
+        let mut link = scripted(vec![Ok(
+            r#"{"jsonrpc":"2.0","id":1,"result":[{"id":"a","content":"Do A."}]}"#,
+        )]);
+        let line = handle_event(&event("PostToolUse"), None, Protected::default, &mut link);
+        assert!(line.unwrap().contains("[a]\\nDo A."));
+        let (body, may_start) = &link.asked[0];
+        assert!(*may_start);
+        assert!(body.contains(r#""method":"endShellCommand""#), "{body}");
+        // A patch piped into apply_patch begins nothing: its end is a search.
+        let patch = json!({"session_id": "s", "hook_event_name": "PreToolUse", "cwd": "/w",
+            "tool_name": "Bash", "tool_input": {"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: n.rs\n+x\n*** End Patch\nEOF"}});
+        assert_eq!(crate::plan::plan(&patch), Action::Nothing);
+    }
+
     #[test]
     fn a_guarded_call_is_denied_without_asking_the_sidecar() {
         let mut link = scripted(vec![]);

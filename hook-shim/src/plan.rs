@@ -147,6 +147,10 @@ fn shell_writes_of(event: &HookEvent, before: bool) -> Action {
     else {
         return Action::Nothing;
     };
+    // A patch piped into `apply_patch` is an edit: its end asks `search`, so no begin.
+    if before && !changed_files_of(event).is_empty() {
+        return Action::Nothing;
+    }
     let dir = event.command_dir();
     let writes = ShellWrites::of(command, dir.as_deref());
     if writes.read_only {
