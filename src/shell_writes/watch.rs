@@ -54,6 +54,8 @@ pub struct RepoWatch {
     pub arm_took: Duration,
     /// The directories watched when armed.
     pub dirs: usize,
+    /// The directories watched now (armed, and adopted since), at most [`MAX_DIRS`].
+    watched: std::sync::atomic::AtomicUsize,
     /// Whether every directory is watched.
     pub complete: bool,
     ignores: Vec<(PathBuf, Gitignore)>,
@@ -163,6 +165,7 @@ impl RepoWatch {
             armed_at: Instant::now(),
             arm_took: started.elapsed(),
             dirs,
+            watched: std::sync::atomic::AtomicUsize::new(dirs),
             complete,
             ignores,
         }
@@ -224,9 +227,16 @@ impl RepoWatch {
                 .require_git(false)
                 .max_depth(Some(16))
                 .build();
-            for entry in walk.flatten().take(MAX_DIRS) {
-                if entry.file_type().is_some_and(|t| t.is_dir()) {
-                    let _ = w.watch(entry.path(), RecursiveMode::NonRecursive);
+            for entry in walk.flatten() {
+                if !entry.file_type().is_some_and(|t| t.is_dir()) {
+                    continue;
+                }
+                use std::sync::atomic::Ordering;
+                if self.watched.load(Ordering::Relaxed) >= MAX_DIRS {
+                    return;
+                }
+                if w.watch(entry.path(), RecursiveMode::NonRecursive).is_ok() {
+                    self.watched.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
