@@ -106,7 +106,7 @@ def hook(name, session, command):
 
 
 def shell(command):
-    subprocess.run(["bash", "-c", command], cwd=repo, check=True)
+    subprocess.run(["bash", "-c", command], cwd=repo, check=True, stdout=subprocess.DEVNULL)
 
 
 def one(kind, i, session):

@@ -102,13 +102,12 @@ impl Found {
         for token in lex(&commands) {
             match token {
                 Token::Word(word) => match redirect.take() {
+                    // `2>&1`, `>&2`: a duplication, no file.
+                    Some(op) if op.ends_with('&') => {}
                     Some(op) => self.redirection(&op, &word, dir.as_deref()),
                     None => words.push(word),
                 },
-                Token::Redirect(op) => {
-                    // `2>&1`, `>&2`: a duplication, no file.
-                    redirect = (!op.ends_with('&')).then_some(op);
-                }
+                Token::Redirect(op) => redirect = Some(op),
                 Token::Control => {
                     redirect = None;
                     self.simple(&words, &mut dir, depth);
@@ -509,6 +508,11 @@ mod tests {
         assert_eq!(targets("echo hi > out.txt"), ["/w/out.txt"]);
         assert_eq!(targets("echo hi >>log/a.log"), ["/w/log/a.log"]);
         assert_eq!(targets("make 2> err.txt 1>&2"), ["/w/err.txt"]);
+        let dup = of("./build.sh 2>&1 >&2");
+        assert!(
+            dup.targets.is_empty() && dup.mentioned.is_empty(),
+            "{dup:?}"
+        );
         assert_eq!(targets("cmd &> all.txt"), ["/w/all.txt"]);
         assert_eq!(targets("cmd >| forced.txt"), ["/w/forced.txt"]);
         assert_eq!(targets("echo x>'a b.txt'"), ["/w/a b.txt"]);
