@@ -277,12 +277,6 @@ impl ShellWrites {
         changes
     }
 
-    /// Forgets every open command and stops every watcher.
-    pub fn clear(&self) {
-        self.records.lock().unwrap().clear();
-        self.repos.lock().unwrap().clear();
-    }
-
     /// The watched repositories: (root, directories watched, what arming took).
     pub fn watched(&self) -> Vec<(PathBuf, usize, Duration)> {
         self.repos

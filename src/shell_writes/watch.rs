@@ -269,6 +269,10 @@ impl RepoWatch {
         // Files inside directories created in the window.
         let mut listed = Vec::new();
         for dir in &seen.paths {
+            if listed.len() >= crate::rpc::MAX_FILEPATHS {
+                seen.incomplete = true;
+                break;
+            }
             if !dir.is_dir() {
                 continue;
             }
@@ -279,7 +283,10 @@ impl RepoWatch {
                 .require_git(false)
                 .max_depth(Some(16))
                 .build();
-            for entry in walk.flatten().take(crate::rpc::MAX_FILEPATHS) {
+            for entry in walk
+                .flatten()
+                .take(crate::rpc::MAX_FILEPATHS - listed.len())
+            {
                 if entry.file_type().is_some_and(|t| t.is_file()) {
                     listed.push(entry.into_path());
                 }
