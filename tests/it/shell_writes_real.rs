@@ -1,5 +1,6 @@
 //! The real agents editing a Kotlin file through their shell tool, with our hooks, against mock
-//! model APIs: Claude Code's `Bash` and Codex's `exec_command` running `sed -i` get the
+//! model APIs: Claude Code's `Bash`, Codex's `exec_command` and Gemini CLI's
+//! `run_shell_command` running `sed -i` get the
 //! guideline into their next model request, as an edit tool's change would; a `sed -i` that
 //! only rewrites another line of the file (whose match was there before) does not. Reads: the
 //! npm registry once per cache directory (`target/agents/`); writes: temp directories.
@@ -9,7 +10,9 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::agents::{install_shim_hooks, npm_cli, printed, sse, MockServer, CLAUDE_CODE, CODEX};
+use crate::agents::{
+    install_shim_hooks, npm_cli, printed, sse, MockServer, CLAUDE_CODE, CODEX, GEMINI_CLI,
+};
 use crate::harness::*;
 
 /// `GlobalScope.launch` in `acme/*` Kotlin, counted only on the lines a change wrote.
@@ -315,4 +318,95 @@ fn codex_running_sed_in_place_through_its_shell_gets_the_guideline_in_its_next_r
         "the request after the second sed: {next} {said}"
     );
     assert!(next.contains("Adaptive Guidebook guidelines relevant to the latest changes:"));
+}
+
+/// The Gemini API as Gemini CLI streams it: each agent turn (a request that offers tools) gets
+/// the next scripted function call, then a closing text. (The same mock as `gemini_real`'s.)
+fn mock_gemini(script: Vec<(&'static str, Value)>) -> MockServer {
+    let script = Mutex::new(script.into_iter());
+    MockServer::start(move |request, _| {
+        if request.path.contains(":countTokens") {
+            return (200, "application/json", r#"{"totalTokens":10}"#.to_string());
+        }
+        let usage =
+            json!({"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15});
+        let offers_tools = request.body["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty());
+        let parts = match offers_tools
+            .then(|| script.lock().unwrap().next())
+            .flatten()
+        {
+            Some((name, args)) => json!([{"functionCall": {"name": name, "args": args}}]),
+            None if offers_tools => json!([{"text": "Done."}]),
+            None => json!([{"text": "{}"}]),
+        };
+        let chunk = json!({"candidates": [{"content": {"role": "model", "parts": parts},
+            "finishReason": "STOP", "index": 0}], "usageMetadata": usage});
+        if request.path.contains(":streamGenerateContent") {
+            (200, "text/event-stream", format!("data: {chunk}\r\n\r\n"))
+        } else {
+            (200, "application/json", chunk.to_string())
+        }
+    })
+}
+
+#[test]
+fn gemini_cli_running_sed_in_place_through_its_shell_gets_the_guideline_in_its_next_request() {
+    let scene = scene();
+    std::fs::create_dir_all(scene.home.join(".gemini")).unwrap();
+    std::fs::write(
+        scene.home.join(".gemini/settings.json"),
+        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n",
+    )
+    .unwrap();
+    install_shim_hooks(&scene.home, "--gemini");
+    let shell = |command: &str| ("run_shell_command", json!({"command": command}));
+    let mock = mock_gemini(vec![shell(UNRELATED_SED), shell(WRITING_SED)]);
+    let mut cmd = Command::new(npm_cli(GEMINI_CLI));
+    cmd.args(["-m", "gemini-2.5-pro", "-p", "launch the jobs", "--yolo"])
+        .current_dir(&scene.work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &scene.home)
+        .env("GEMINI_API_KEY", "not-a-real-key")
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", mock.port),
+        )
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .env("ADAPTIVE_GUIDEBOOK_SOCKET", &scene.sidecar.socket)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+        .env(
+            "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+            PATIENT_HOOK_TIMEOUT_MS,
+        );
+    let out = run_bounded(cmd, b"", "gemini -p");
+    let said = printed(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(scene.work.join("src/main/kotlin/Jobs.kt")).unwrap(),
+        AFTER,
+        "both seds really ran: {said}"
+    );
+    let turns: Vec<Value> = mock
+        .requests()
+        .into_iter()
+        .map(|r| r.body)
+        .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    assert_eq!(turns.len(), 3, "sed, sed, done: {said}");
+    let contents = |i: usize| turns[i]["contents"].to_string();
+    assert_eq!(
+        shown(&contents(1)),
+        0,
+        "the first sed wrote no launch: {}",
+        contents(1)
+    );
+    assert_eq!(
+        shown(&contents(2)),
+        1,
+        "after the second sed: {} {said}",
+        contents(2)
+    );
 }
