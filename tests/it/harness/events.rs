@@ -36,3 +36,80 @@ pub fn apply_patch_response(summary: &[&str]) -> String {
     }
     out
 }
+
+/// Codex's `PostToolUse` of an `apply_patch` whose `patch` updates files in `cwd`, answered
+/// with Codex's success summary naming `modified` (`M path`).
+pub fn codex_patch_event(session: &str, cwd: &Path, patch: &str, modified: &[&str]) -> Value {
+    let summary: Vec<String> = modified.iter().map(|rel| format!("M {rel}")).collect();
+    let summary: Vec<&str> = summary.iter().map(String::as_str).collect();
+    json!({"session_id": session, "turn_id": "t-1", "cwd": cwd.display().to_string(),
+        "hook_event_name": "PostToolUse", "tool_name": "apply_patch",
+        "tool_input": {"command": patch}, "tool_response": apply_patch_response(&summary)})
+}
+
+/// Claude Code 2.1's `PostToolUse` of an `Edit` of `file` that replaced line `line` (1-based)
+/// of `before` with `new_line`, with the `structuredPatch` hunk Claude Code reports (the line
+/// and up to three of context on each side).
+pub fn claude_edit_event(
+    session: &str,
+    file: &Path,
+    before: &str,
+    line: usize,
+    new_line: &str,
+) -> Value {
+    let lines: Vec<&str> = before.lines().collect();
+    let (from, to) = (line.saturating_sub(4), (line + 3).min(lines.len()));
+    let mut hunk: Vec<String> = Vec::new();
+    for (i, text) in lines.iter().enumerate().take(to).skip(from) {
+        if i + 1 == line {
+            hunk.push(format!("-{text}"));
+            hunk.push(format!("+{new_line}"));
+        } else {
+            hunk.push(format!(" {text}"));
+        }
+    }
+    let old_line = lines[line - 1];
+    json!({"session_id": session, "cwd": file.parent().unwrap().display().to_string(),
+        "hook_event_name": "PostToolUse", "tool_name": "Edit",
+        "tool_input": {"file_path": file.display().to_string(), "old_string": old_line,
+            "new_string": new_line, "replace_all": false},
+        "tool_response": {"filePath": file.display().to_string(), "oldString": old_line,
+            "newString": new_line, "originalFile": before, "userModified": false, "replaceAll": false,
+            "structuredPatch": [{"oldStart": from + 1, "oldLines": to - from,
+                "newStart": from + 1, "newLines": to - from, "lines": hunk}]}})
+}
+
+/// Gemini CLI 0.61's `AfterTool` of a `replace` in `file` with `returnDisplay.fileDiff` (a
+/// unified diff as its jsdiff `createPatch` writes it) replacing line `line` with `new_line`.
+pub fn gemini_replace_event(
+    session: &str,
+    file: &Path,
+    before: &str,
+    line: usize,
+    new_line: &str,
+) -> Value {
+    let lines: Vec<&str> = before.lines().collect();
+    let (from, to) = (line.saturating_sub(4), (line + 3).min(lines.len()));
+    let name = file.file_name().unwrap().to_string_lossy();
+    let mut diff = format!(
+        "Index: {name}\n===================================================================\n--- {name}\tCurrent\n+++ {name}\tProposed\n@@ -{},{} +{},{} @@\n",
+        from + 1,
+        to - from,
+        from + 1,
+        to - from
+    );
+    for (i, text) in lines.iter().enumerate().take(to).skip(from) {
+        if i + 1 == line {
+            diff.push_str(&format!("-{text}\n+{new_line}\n"));
+        } else {
+            diff.push_str(&format!(" {text}\n"));
+        }
+    }
+    json!({"session_id": session, "cwd": file.parent().unwrap().display().to_string(),
+        "hook_event_name": "AfterTool", "tool_name": "replace",
+        "tool_input": {"file_path": file.display().to_string(), "old_string": lines[line - 1],
+            "new_string": new_line, "instruction": "edit"},
+        "tool_response": {"llmContent": "Successfully modified file", "returnDisplay":
+            {"fileDiff": diff, "fileName": name, "filePath": file.display().to_string(),
+             "originalContent": before, "isNewFile": false}}})
+}
