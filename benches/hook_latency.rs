@@ -87,9 +87,32 @@ fn main() {
         "baseline build"
     };
 
+    // With `BENCH_MATCH_IN=changes`, each file's hunk is real: three lines of the file, the
+    // middle one written (the file's first line that the corpus meant to hit a guideline), so
+    // the shim finds the written line and sends it. Otherwise a hunk the shim cannot place, as
+    // before.
     let patch: String = files
         .iter()
-        .map(|f| format!("*** Update File: {}\n@@\n-a\n+b\n", f.display()))
+        .map(|f| {
+            if common::match_in_changes() {
+                let text = std::fs::read_to_string(f).unwrap();
+                let lines: Vec<&str> = text.lines().collect();
+                let hit =
+                    |l: &&str| l.contains("val hit") || l.contains("Client") && l.contains(".get(");
+                let at = (1..lines.len() - 1)
+                    .find(|&i| hit(&lines[i]))
+                    .unwrap_or(lines.len() / 2);
+                format!(
+                    "*** Update File: {}\n@@\n {}\n+{}\n {}\n",
+                    f.display(),
+                    lines[at - 1],
+                    lines[at],
+                    lines[at + 1]
+                )
+            } else {
+                format!("*** Update File: {}\n@@\n-a\n+b\n", f.display())
+            }
+        })
         .collect();
     let event = |session: &str| {
         serde_json::json!({

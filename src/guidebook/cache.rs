@@ -202,7 +202,7 @@ mod tests {
         crate::guidebook::write_test_guideline(
             root,
             dir,
-            &format!("id: {id}\nscope:\n  languages: [kotlin]\nmatch:\n  any:\n    - regex:\n        pattern: '\\bOrderInvoiceImpl\\('\ncontent: {content}\n"),
+            &format!("id: {id}\nscope:\n  languages: [kotlin]\n  paths: ['src/**', '!**/test/**']\nmatch:\n  in: changes\n  all:\n    - regex:\n        pattern: '\\bOrderInvoiceImpl\\('\n    - not: {{regex: {{pattern: '@Test', in: file}}}}\ncontent: {content}\n"),
         )
     }
 
@@ -271,6 +271,9 @@ mod tests {
         assert_eq!(cached.patterns, parsed.patterns);
         assert_eq!(cached.indexes.get(), parsed.indexes.get());
         assert_eq!(cached.languages, parsed.languages);
+        assert_eq!(cached.paths, parsed.paths);
+        assert_eq!(cached.condition, parsed.condition);
+        assert!(parsed.paths.is_some() && !parsed.condition.is_plain());
         assert_eq!(cached.id_line, parsed.id_line);
         // The second load parsed something, so it rewrote the cache: a third start has it all.
         let third = Guidebook::with_cache(root.clone(), cache.clone(), true);
