@@ -29,8 +29,8 @@ use crate::paths::{resolve, resolve_dir};
 /// The most of one file the shim reads (the sidecar reads no more either): a larger file is
 /// left out.
 pub const MAX_FILE_BYTES: u64 = 2 << 20;
-/// The most post-edit content one `search` carries in `contents` (the sidecar takes request
-/// bodies of 1 MiB by default); a file beyond it is left out altogether.
+/// The most post-edit content one `search` carries in `contents`, JSON-escaped (the sidecar
+/// takes request bodies of 1 MiB by default); a file beyond it is left out altogether.
 pub const MAX_CONTENTS_BYTES: usize = 512 << 10;
 /// The most line ranges one `search` carries in `written`; files beyond it are left out.
 pub const MAX_RANGES: usize = 20_000;
@@ -182,10 +182,12 @@ impl Found {
                 continue;
             }
             if let Some(content) = content {
-                if content_bytes + content.len() > MAX_CONTENTS_BYTES {
+                // As sent: JSON escapes can make a text several times longer.
+                let size = serde_json::Value::from(content.as_str()).to_string().len();
+                if content_bytes + size > MAX_CONTENTS_BYTES {
                     continue;
                 }
-                content_bytes += content.len();
+                content_bytes += size;
                 written.contents.push((path.clone(), content.clone()));
             }
             ranges += lines.len();
@@ -1143,8 +1145,9 @@ mod tests {
         );
     }
 
-    /// Codex's algorithm run forward on random files and patches: wherever the placement on the
-    /// post-image answers, it answers what the patch wrote, and the pre-image gives the same.
+    /// Codex's algorithm run forward on random files and patches of one or two chunks (some
+    /// with an `@@` context line): wherever the placement on the post-image answers, it answers
+    /// what the patch wrote.
     #[test]
     fn located_lines_are_always_the_ones_codex_wrote() {
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
@@ -1156,43 +1159,49 @@ mod tests {
         };
         let words = ["a", "b", "c", "  a", "}", ""];
         let (mut answered, mut cases) = (0, 0);
-        while cases < 3000 {
-            let len = 1 + next(12) as usize;
+        while cases < 4000 {
+            let len = 2 + next(14) as usize;
             let file: Vec<&str> = (0..len)
                 .map(|_| words[next(words.len() as u64) as usize])
                 .collect();
-            // A chunk around a random place: some context, some lines out, some in.
-            let at = next(len as u64) as usize;
-            let end = (at + 1 + next(3) as usize).min(len);
-            let mut lines = Vec::new();
-            for (i, line) in file[at..end].iter().enumerate() {
-                lines.push((
-                    if i == 0 || next(2) == 0 {
+            let mut chunks = Vec::new();
+            let mut from = 0;
+            for _ in 0..1 + next(2) {
+                if from >= len {
+                    break;
+                }
+                let at = from + next((len - from) as u64) as usize;
+                let end = (at + 1 + next(3) as usize).min(len);
+                let context = (at > from && next(3) == 0).then(|| file[at - 1]);
+                let mut lines = Vec::new();
+                for (i, line) in file[at..end].iter().enumerate() {
+                    let side = if i == 0 || next(2) == 0 {
                         Side::Both
                     } else {
                         Side::Old
-                    },
-                    *line,
-                ));
+                    };
+                    lines.push((side, *line));
+                }
+                for _ in 0..1 + next(2) {
+                    let spot = next(lines.len() as u64 + 1) as usize;
+                    lines.insert(spot, (Side::New, ["x", "b", "y"][next(3) as usize]));
+                }
+                chunks.push(Chunk {
+                    context,
+                    lines,
+                    end_of_file: false,
+                });
+                from = end;
             }
-            for _ in 0..1 + next(2) {
-                let spot = next(lines.len() as u64 + 1) as usize;
-                lines.insert(spot, (Side::New, ["x", "b", "y"][next(3) as usize]));
-            }
-            let chunk = Chunk {
-                context: None,
-                lines,
-                end_of_file: false,
-            };
-            let Some(patched) = apply(&file, std::slice::from_ref(&chunk)) else {
+            let Some(patched) = apply(&file, &chunks) else {
                 continue;
             };
             cases += 1;
             let content = patched.content();
             let post = codex_lines(&content);
-            if let Located::At(lines) = locate(&post, std::slice::from_ref(&chunk)) {
+            if let Located::At(lines) = locate(&post, &chunks) {
                 answered += 1;
-                assert_eq!(lines, patched.written(), "{file:?} {chunk:?} → {post:?}");
+                assert_eq!(lines, patched.written(), "{file:?} {chunks:?} → {post:?}");
             }
         }
         assert!(answered > cases / 2, "placed {answered} of {cases}");
