@@ -58,27 +58,43 @@ impl Written {
 pub type ReadFile<'a> = dyn FnMut(&str) -> Option<String> + 'a;
 
 /// The file at `path`, if it is a regular file of at most [`MAX_FILE_BYTES`] in UTF-8; read
-/// once, capped, never waiting on a FIFO or a device.
+/// once, capped, opened without waiting (a FIFO put in its place never blocks the hook).
 pub fn read_capped(path: &str) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
     if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return None;
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    std::fs::File::open(path)
-        .ok()?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).ok()?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return None;
     }
     String::from_utf8(bytes).ok()
 }
 
+/// `O_NONBLOCK` (no libc here): opening a FIFO for reading then returns at once.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const O_NONBLOCK: i32 = 0x0004;
+
 /// What `event`'s edit wrote in each of `filepaths` (the paths `plan` found, absolute), as far
 /// as it can be told; files are read through `read`.
 pub fn written(event: &HookEvent, filepaths: &[String], read: &mut ReadFile) -> Written {
+    // Each file is read at most once, however many patches of the call name it.
+    let mut texts: HashMap<String, Option<String>> = HashMap::new();
+    let read = &mut |path: &str| -> Option<String> {
+        texts
+            .entry(path.to_owned())
+            .or_insert_with(|| read(path))
+            .clone()
+    };
     let mut found = Found::default();
     let cwd = event.cwd.as_deref();
     let Some(tool) = &event.tool else {
@@ -317,13 +333,6 @@ fn patch_lines(
     let Some(ops) = parse_patch(patch) else {
         return;
     };
-    let mut texts: HashMap<String, Option<String>> = HashMap::new();
-    let mut read_once = |path: &str| -> Option<String> {
-        texts
-            .entry(path.to_owned())
-            .or_insert_with(|| read(path))
-            .clone()
-    };
     for op in ops {
         match op {
             FileOp::Add { path, lines } => {
@@ -357,7 +366,7 @@ fn patch_lines(
                     },
                     None => source.clone(),
                 };
-                let lines = update_lines(&chunks, &target, &source, applied, &mut read_once);
+                let lines = update_lines(&chunks, &target, &source, applied, read);
                 if target != source {
                     found.put(source, None);
                 }
@@ -1222,6 +1231,16 @@ mod tests {
             None,
             "not a regular file"
         );
+        let fifo = dir.join("fifo.kt");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let fifo = fifo.to_str().unwrap();
+            assert_eq!(
+                read_capped(fifo),
+                None,
+                "a FIFO, without waiting for a writer"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
 
         let mut found = Found::default();
