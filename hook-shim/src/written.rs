@@ -1133,6 +1133,10 @@ mod tests {
             lines_of(&written_on(replace.clone(), &[]), "/w/Jobs.kt"),
             Some(vec![[10, 11], [22, 22]])
         );
+        let mut same = replace.clone();
+        same["tool_response"]["returnDisplay"] = json!({"fileDiff": "Index: Jobs.kt\n===\n--- Jobs.kt\tOriginal\n+++ Jobs.kt\tWritten\n",
+            "originalContent": "a\n", "newContent": "a\n", "isNewFile": false});
+        assert_eq!(lines_of(&written_on(same, &[]), "/w/Jobs.kt"), Some(vec![]));
         let mut failed = replace.clone();
         failed["tool_response"] = json!({"llmContent": "Error", "returnDisplay": "Error: no match", "error": {"message": "no match", "type": "edit_no_occurrence_found"}});
         assert_eq!(
