@@ -91,6 +91,7 @@ fn main() {
     // middle one written (the file's first line that the corpus meant to hit a guideline), so
     // the shim finds the written line and sends it. Otherwise a hunk the shim cannot place, as
     // before.
+    let mut written = serde_json::Map::new();
     let patch: String = files
         .iter()
         .map(|f| {
@@ -102,6 +103,10 @@ fn main() {
                 let at = (1..lines.len() - 1)
                     .find(|&i| hit(&lines[i]))
                     .unwrap_or(lines.len() / 2);
+                written.insert(
+                    f.display().to_string(),
+                    serde_json::json!([[at + 1, at + 1]]),
+                );
                 format!(
                     "*** Update File: {}\n@@\n {}\n+{}\n {}\n",
                     f.display(),
@@ -114,6 +119,8 @@ fn main() {
             }
         })
         .collect();
+    // The round trip sends what the shim would: the written lines, when there are any.
+    let written = (!written.is_empty()).then_some(serde_json::Value::Object(written));
     let event = |session: &str| {
         serde_json::json!({
             "session_id": session, "turn_id": "t", "transcript_path": null,
@@ -171,7 +178,7 @@ fn main() {
         spawn_timed(&mut cmd, b"")
     };
     let floor = || spawn_timed(&mut Command::new("/bin/true"), b"");
-    let rpc = |session: &str| rpc_round_trip(&socket, session, &files);
+    let rpc = |session: &str| rpc_round_trip(&socket, session, &files, written.as_ref());
     let base_hook = |session: &str| {
         let (shim, socket, _) = baseline.as_ref().expect("a baseline");
         spawn_timed(
@@ -183,7 +190,7 @@ fn main() {
     };
     let base_rpc = |session: &str| {
         let (_, socket, _) = baseline.as_ref().expect("a baseline");
-        rpc_round_trip(socket, session, &files)
+        rpc_round_trip(socket, session, &files, written.as_ref())
     };
     if baseline.is_some() {
         let (_, out) = base_hook("warmup-base");
@@ -344,10 +351,18 @@ fn ms(d: Duration) -> f64 {
 
 /// One `search` over a fresh connection, as the shim does it, timed from connect to the last
 /// byte of the answer.
-fn rpc_round_trip(socket: &Path, session: &str, files: &[PathBuf]) -> Duration {
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "search",
-        "params": {"sessionId": session, "filepaths": files}})
-    .to_string();
+fn rpc_round_trip(
+    socket: &Path,
+    session: &str,
+    files: &[PathBuf],
+    written: Option<&serde_json::Value>,
+) -> Duration {
+    let mut body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "search",
+        "params": {"sessionId": session, "filepaths": files}});
+    if let Some(w) = written {
+        body["params"]["written"] = w.clone();
+    }
+    let body = body.to_string();
     let request = common::http_post(&body);
     let start = Instant::now();
     let mut s = UnixStream::connect(socket).unwrap();
