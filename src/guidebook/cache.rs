@@ -20,7 +20,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::file_map::{FileMap, PathKey};
-use super::guideline::{Example, Guideline};
+use super::guideline::{Example, Guideline, Severity};
 use super::matching::{Condition, Index};
 use crate::language;
 use crate::watched::{FileState, ReadError, Stamp};
@@ -51,6 +51,7 @@ struct CachedFile<'a> {
     languages: Option<Vec<Cow<'a, str>>>,
     paths: Option<Cow<'a, [String]>>,
     condition: Cow<'a, Condition>,
+    severity: Severity,
     patterns: Cow<'a, [String]>,
     indexes: Cow<'a, [Index]>,
     content: Cow<'a, str>,
@@ -123,6 +124,7 @@ pub fn load(path: &Path, root: &Path) -> FileMap {
                 languages,
                 paths: f.paths.map(Cow::into_owned),
                 condition: f.condition.into_owned(),
+                severity: f.severity,
                 patterns: f.patterns.into_owned(),
                 indexes: f.indexes.into_owned().into(),
                 content: f.content.into_owned(),
@@ -163,6 +165,7 @@ fn save_at(path: &Path, root: &Path, files: &FileMap, now: SystemTime) {
                     .map(|l| l.iter().map(|n| Cow::Borrowed(*n)).collect()),
                 paths: g.paths.as_deref().map(Cow::Borrowed),
                 condition: Cow::Borrowed(&g.condition),
+                severity: g.severity,
                 patterns: Cow::Borrowed(&g.patterns),
                 indexes: Cow::Borrowed(g.indexes.get()?),
                 content: Cow::Borrowed(&g.content),

@@ -442,6 +442,7 @@ mod tests {
             repositories: repos.map(|r| r.iter().map(|s| s.to_string()).collect()),
             languages: langs.map(|l| l.to_vec()),
             paths: None,
+            severity: Default::default(),
             condition: super::super::matching::Condition::any_in_file(pats.len()),
             patterns: pats.iter().map(|s| s.to_string()).collect(),
             content: format!("{id} content"),
