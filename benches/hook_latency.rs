@@ -87,10 +87,40 @@ fn main() {
         "baseline build"
     };
 
+    // With `BENCH_MATCH_IN=changes`, each file's hunk is real: three lines of the file, the
+    // middle one written (the file's first line that the corpus meant to hit a guideline), so
+    // the shim finds the written line and sends it. Otherwise a hunk the shim cannot place, as
+    // before.
+    let mut written = serde_json::Map::new();
     let patch: String = files
         .iter()
-        .map(|f| format!("*** Update File: {}\n@@\n-a\n+b\n", f.display()))
+        .map(|f| {
+            if common::match_in_changes() {
+                let text = std::fs::read_to_string(f).unwrap();
+                let lines: Vec<&str> = text.lines().collect();
+                let hit =
+                    |l: &&str| l.contains("val hit") || l.contains("Client") && l.contains(".get(");
+                let at = (1..lines.len() - 1)
+                    .find(|&i| hit(&lines[i]))
+                    .unwrap_or(lines.len() / 2);
+                written.insert(
+                    f.display().to_string(),
+                    serde_json::json!([[at + 1, at + 1]]),
+                );
+                format!(
+                    "*** Update File: {}\n@@\n {}\n+{}\n {}\n",
+                    f.display(),
+                    lines[at - 1],
+                    lines[at],
+                    lines[at + 1]
+                )
+            } else {
+                format!("*** Update File: {}\n@@\n-a\n+b\n", f.display())
+            }
+        })
         .collect();
+    // The round trip sends what the shim would: the written lines, when there are any.
+    let written = (!written.is_empty()).then_some(serde_json::Value::Object(written));
     let event = |session: &str| {
         serde_json::json!({
             "session_id": session, "turn_id": "t", "transcript_path": null,
@@ -148,7 +178,7 @@ fn main() {
         spawn_timed(&mut cmd, b"")
     };
     let floor = || spawn_timed(&mut Command::new("/bin/true"), b"");
-    let rpc = |session: &str| rpc_round_trip(&socket, session, &files);
+    let rpc = |session: &str| rpc_round_trip(&socket, session, &files, written.as_ref());
     let base_hook = |session: &str| {
         let (shim, socket, _) = baseline.as_ref().expect("a baseline");
         spawn_timed(
@@ -160,7 +190,7 @@ fn main() {
     };
     let base_rpc = |session: &str| {
         let (_, socket, _) = baseline.as_ref().expect("a baseline");
-        rpc_round_trip(socket, session, &files)
+        rpc_round_trip(socket, session, &files, written.as_ref())
     };
     if baseline.is_some() {
         let (_, out) = base_hook("warmup-base");
@@ -321,10 +351,18 @@ fn ms(d: Duration) -> f64 {
 
 /// One `search` over a fresh connection, as the shim does it, timed from connect to the last
 /// byte of the answer.
-fn rpc_round_trip(socket: &Path, session: &str, files: &[PathBuf]) -> Duration {
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "search",
-        "params": {"sessionId": session, "filepaths": files}})
-    .to_string();
+fn rpc_round_trip(
+    socket: &Path,
+    session: &str,
+    files: &[PathBuf],
+    written: Option<&serde_json::Value>,
+) -> Duration {
+    let mut body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "search",
+        "params": {"sessionId": session, "filepaths": files}});
+    if let Some(w) = written {
+        body["params"]["written"] = w.clone();
+    }
+    let body = body.to_string();
     let request = common::http_post(&body);
     let start = Instant::now();
     let mut s = UnixStream::connect(socket).unwrap();

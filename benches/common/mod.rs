@@ -85,6 +85,11 @@ pub fn near_miss() -> bool {
     std::env::var("BENCH_CORPUS").is_ok_and(|c| c == "near-miss")
 }
 
+/// Whether `BENCH_MATCH_IN=changes` asks for guidelines that look only at the written lines.
+pub fn match_in_changes() -> bool {
+    std::env::var("BENCH_MATCH_IN").is_ok_and(|c| c == "changes")
+}
+
 /// The corpus's name, for reports.
 pub fn corpus_name() -> &'static str {
     if near_miss() {
@@ -137,7 +142,8 @@ fn near_miss_patterns(i: usize) -> Vec<usize> {
 
 /// Writes `count` guidelines under `root/guidelines/gNNNN/guideline.yaml`. About a third are
 /// scoped to Kotlin, a sixth to Java, a sixth to YAML, the rest unscoped; a quarter carry a
-/// repository scope. With `BENCH_CORPUS=near-miss`, the patterns are the near-miss ones.
+/// repository scope. With `BENCH_CORPUS=near-miss`, the patterns are the near-miss ones; with
+/// `BENCH_MATCH_IN=changes`, every guideline says `match.in: changes`.
 pub fn write_guidebook(root: &Path, count: usize, seed: u64) {
     let mut rng = Rng::new(seed);
     for i in 0..count {
@@ -164,7 +170,11 @@ pub fn write_guidebook(root: &Path, count: usize, seed: u64) {
                 yaml.push_str(&format!("  languages: {l}\n"));
             }
         }
-        yaml.push_str("match:\n  any:\n");
+        yaml.push_str("match:\n");
+        if match_in_changes() {
+            yaml.push_str("  in: changes\n");
+        }
+        yaml.push_str("  any:\n");
         let patterns: Vec<String> = if near_miss() {
             near_miss_patterns(i)
                 .into_iter()

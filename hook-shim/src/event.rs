@@ -383,15 +383,19 @@ fn gemini_edit(tool: &str, input: Option<&Value>, response: Option<&Value>) -> E
         return EditReport::Nothing;
     }
     let display = response.get("returnDisplay");
+    let before = display.and_then(|d| str_field(d, "originalContent"));
+    let after = display.and_then(|d| str_field(d, "newContent"));
     if let Some(lines) = display
         .and_then(|d| str_field(d, "fileDiff"))
         .and_then(unified_diff_lines)
     {
         return EditReport::Lines(lines);
     }
-    let original = display
-        .and_then(|d| str_field(d, "originalContent"))
-        .map(str::to_owned);
+    if before.is_some() && before == after {
+        // Written over with the same text: a diff without hunks, nothing written.
+        return EditReport::Nothing;
+    }
+    let original = before.map(str::to_owned);
     match tool {
         "write_file" => EditReport::WholeFile {
             content: input

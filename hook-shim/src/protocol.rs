@@ -180,32 +180,27 @@ impl Members {
 pub struct Search {
     pub session_id: String,
     pub filepaths: Vec<String>,
+    pub deadline_ms: Option<u64>,
+    pub max_tokens: Option<u64>,
     /// `written`: per path of `filepaths`, the `[first, last]` line ranges (1-based, inclusive)
     /// the edit wrote in the file as it is after the edit; left out when empty.
     pub written: Vec<(String, Vec<[u64; 2]>)>,
     /// `contents`: per path of `filepaths`, the file's content after the edit, matched instead
     /// of the file on disk; left out when empty.
     pub contents: Vec<(String, String)>,
-    pub deadline_ms: Option<u64>,
-    pub max_tokens: Option<u64>,
 }
 
 impl Search {
     pub fn call(&self) -> Call {
         let mut members = Members::new()
             .put("sessionId", self.session_id.as_str())
-            .put("filepaths", self.filepaths.as_slice());
+            .put("filepaths", self.filepaths.as_slice())
+            .opt("deadlineMs", self.deadline_ms)
+            .opt("maxTokens", self.max_tokens);
         if !self.written.is_empty() {
             let ranges = self.written.iter().map(|(path, ranges)| {
-                (
-                    path.as_str(),
-                    Value::from(
-                        ranges
-                            .iter()
-                            .map(|r| Value::from(r.to_vec()))
-                            .collect::<Vec<_>>(),
-                    ),
-                )
+                let ranges: Vec<Value> = ranges.iter().map(|r| Value::from(r.to_vec())).collect();
+                (path.as_str(), Value::from(ranges))
             });
             members = members.put_raw("written", &object(ranges));
         }
@@ -216,10 +211,7 @@ impl Search {
                 .map(|(path, content)| (path.as_str(), Value::from(content.as_str())));
             members = members.put_raw("contents", &object(contents));
         }
-        members
-            .opt("deadlineMs", self.deadline_ms)
-            .opt("maxTokens", self.max_tokens)
-            .call(method::SEARCH)
+        members.call(method::SEARCH)
     }
 }
 
@@ -634,7 +626,7 @@ mod tests {
         };
         assert_eq!(
             search.call().params,
-            r#"{"sessionId":"s","filepaths":["/p/b.kt","/p/a.kt"],"written":{"/p/b.kt":[[3,3],[10,12]],"/p/a.kt":[]},"contents":{"/p/b.kt":"x\n\"y\"\n"},"deadlineMs":5}"#
+            r#"{"sessionId":"s","filepaths":["/p/b.kt","/p/a.kt"],"deadlineMs":5,"written":{"/p/b.kt":[[3,3],[10,12]],"/p/a.kt":[]},"contents":{"/p/b.kt":"x\n\"y\"\n"}}"#
         );
     }
 

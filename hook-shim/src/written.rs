@@ -29,8 +29,8 @@ use crate::paths::{resolve, resolve_dir};
 /// The most of one file the shim reads (the sidecar reads no more either): a larger file is
 /// left out.
 pub const MAX_FILE_BYTES: u64 = 2 << 20;
-/// The most post-edit content one `search` carries in `contents` (the sidecar takes request
-/// bodies of 1 MiB by default); a file beyond it is left out altogether.
+/// The most post-edit content one `search` carries in `contents`, JSON-escaped (the sidecar
+/// takes request bodies of 1 MiB by default); a file beyond it is left out altogether.
 pub const MAX_CONTENTS_BYTES: usize = 512 << 10;
 /// The most line ranges one `search` carries in `written`; files beyond it are left out.
 pub const MAX_RANGES: usize = 20_000;
@@ -58,27 +58,43 @@ impl Written {
 pub type ReadFile<'a> = dyn FnMut(&str) -> Option<String> + 'a;
 
 /// The file at `path`, if it is a regular file of at most [`MAX_FILE_BYTES`] in UTF-8; read
-/// once, capped, never waiting on a FIFO or a device.
+/// once, capped, opened without waiting (a FIFO put in its place never blocks the hook).
 pub fn read_capped(path: &str) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
     if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return None;
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    std::fs::File::open(path)
-        .ok()?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).ok()?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return None;
     }
     String::from_utf8(bytes).ok()
 }
 
+/// `O_NONBLOCK` (no libc here): opening a FIFO for reading then returns at once.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const O_NONBLOCK: i32 = 0x0004;
+
 /// What `event`'s edit wrote in each of `filepaths` (the paths `plan` found, absolute), as far
 /// as it can be told; files are read through `read`.
 pub fn written(event: &HookEvent, filepaths: &[String], read: &mut ReadFile) -> Written {
+    // Each file is read at most once, however many patches of the call name it.
+    let mut texts: HashMap<String, Option<String>> = HashMap::new();
+    let read = &mut |path: &str| -> Option<String> {
+        texts
+            .entry(path.to_owned())
+            .or_insert_with(|| read(path))
+            .clone()
+    };
     let mut found = Found::default();
     let cwd = event.cwd.as_deref();
     let Some(tool) = &event.tool else {
@@ -182,10 +198,12 @@ impl Found {
                 continue;
             }
             if let Some(content) = content {
-                if content_bytes + content.len() > MAX_CONTENTS_BYTES {
+                // As sent: JSON escapes can make a text several times longer.
+                let size = serde_json::Value::from(content.as_str()).to_string().len();
+                if content_bytes + size > MAX_CONTENTS_BYTES {
                     continue;
                 }
-                content_bytes += content.len();
+                content_bytes += size;
                 written.contents.push((path.clone(), content.clone()));
             }
             ranges += lines.len();
@@ -315,13 +333,6 @@ fn patch_lines(
     let Some(ops) = parse_patch(patch) else {
         return;
     };
-    let mut texts: HashMap<String, Option<String>> = HashMap::new();
-    let mut read_once = |path: &str| -> Option<String> {
-        texts
-            .entry(path.to_owned())
-            .or_insert_with(|| read(path))
-            .clone()
-    };
     for op in ops {
         match op {
             FileOp::Add { path, lines } => {
@@ -355,7 +366,7 @@ fn patch_lines(
                     },
                     None => source.clone(),
                 };
-                let lines = update_lines(&chunks, &target, &source, applied, &mut read_once);
+                let lines = update_lines(&chunks, &target, &source, applied, read);
                 if target != source {
                     found.put(source, None);
                 }
@@ -1122,6 +1133,10 @@ mod tests {
             lines_of(&written_on(replace.clone(), &[]), "/w/Jobs.kt"),
             Some(vec![[10, 11], [22, 22]])
         );
+        let mut same = replace.clone();
+        same["tool_response"]["returnDisplay"] = json!({"fileDiff": "Index: Jobs.kt\n===\n--- Jobs.kt\tOriginal\n+++ Jobs.kt\tWritten\n",
+            "originalContent": "a\n", "newContent": "a\n", "isNewFile": false});
+        assert_eq!(lines_of(&written_on(same, &[]), "/w/Jobs.kt"), Some(vec![]));
         let mut failed = replace.clone();
         failed["tool_response"] = json!({"llmContent": "Error", "returnDisplay": "Error: no match", "error": {"message": "no match", "type": "edit_no_occurrence_found"}});
         assert_eq!(
@@ -1143,8 +1158,9 @@ mod tests {
         );
     }
 
-    /// Codex's algorithm run forward on random files and patches: wherever the placement on the
-    /// post-image answers, it answers what the patch wrote, and the pre-image gives the same.
+    /// Codex's algorithm run forward on random files and patches of one or two chunks (some
+    /// with an `@@` context line): wherever the placement on the post-image answers, it answers
+    /// what the patch wrote.
     #[test]
     fn located_lines_are_always_the_ones_codex_wrote() {
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
@@ -1156,43 +1172,49 @@ mod tests {
         };
         let words = ["a", "b", "c", "  a", "}", ""];
         let (mut answered, mut cases) = (0, 0);
-        while cases < 3000 {
-            let len = 1 + next(12) as usize;
+        while cases < 4000 {
+            let len = 2 + next(14) as usize;
             let file: Vec<&str> = (0..len)
                 .map(|_| words[next(words.len() as u64) as usize])
                 .collect();
-            // A chunk around a random place: some context, some lines out, some in.
-            let at = next(len as u64) as usize;
-            let end = (at + 1 + next(3) as usize).min(len);
-            let mut lines = Vec::new();
-            for (i, line) in file[at..end].iter().enumerate() {
-                lines.push((
-                    if i == 0 || next(2) == 0 {
+            let mut chunks = Vec::new();
+            let mut from = 0;
+            for _ in 0..1 + next(2) {
+                if from >= len {
+                    break;
+                }
+                let at = from + next((len - from) as u64) as usize;
+                let end = (at + 1 + next(3) as usize).min(len);
+                let context = (at > from && next(3) == 0).then(|| file[at - 1]);
+                let mut lines = Vec::new();
+                for (i, line) in file[at..end].iter().enumerate() {
+                    let side = if i == 0 || next(2) == 0 {
                         Side::Both
                     } else {
                         Side::Old
-                    },
-                    *line,
-                ));
+                    };
+                    lines.push((side, *line));
+                }
+                for _ in 0..1 + next(2) {
+                    let spot = next(lines.len() as u64 + 1) as usize;
+                    lines.insert(spot, (Side::New, ["x", "b", "y"][next(3) as usize]));
+                }
+                chunks.push(Chunk {
+                    context,
+                    lines,
+                    end_of_file: false,
+                });
+                from = end;
             }
-            for _ in 0..1 + next(2) {
-                let spot = next(lines.len() as u64 + 1) as usize;
-                lines.insert(spot, (Side::New, ["x", "b", "y"][next(3) as usize]));
-            }
-            let chunk = Chunk {
-                context: None,
-                lines,
-                end_of_file: false,
-            };
-            let Some(patched) = apply(&file, std::slice::from_ref(&chunk)) else {
+            let Some(patched) = apply(&file, &chunks) else {
                 continue;
             };
             cases += 1;
             let content = patched.content();
             let post = codex_lines(&content);
-            if let Located::At(lines) = locate(&post, std::slice::from_ref(&chunk)) {
+            if let Located::At(lines) = locate(&post, &chunks) {
                 answered += 1;
-                assert_eq!(lines, patched.written(), "{file:?} {chunk:?} → {post:?}");
+                assert_eq!(lines, patched.written(), "{file:?} {chunks:?} → {post:?}");
             }
         }
         assert!(answered > cases / 2, "placed {answered} of {cases}");
@@ -1213,6 +1235,16 @@ mod tests {
             None,
             "not a regular file"
         );
+        let fifo = dir.join("fifo.kt");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let fifo = fifo.to_str().unwrap();
+            assert_eq!(
+                read_capped(fifo),
+                None,
+                "a FIFO, without waiting for a writer"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
 
         let mut found = Found::default();

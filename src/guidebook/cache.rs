@@ -20,7 +20,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::file_map::{FileMap, PathKey};
-use super::guideline::{Example, Guideline};
+use super::guideline::{Example, Guideline, Severity};
 use super::matching::{Condition, Index};
 use crate::language;
 use crate::watched::{FileState, ReadError, Stamp};
@@ -51,6 +51,7 @@ struct CachedFile<'a> {
     languages: Option<Vec<Cow<'a, str>>>,
     paths: Option<Cow<'a, [String]>>,
     condition: Cow<'a, Condition>,
+    severity: Severity,
     patterns: Cow<'a, [String]>,
     indexes: Cow<'a, [Index]>,
     content: Cow<'a, str>,
@@ -123,6 +124,7 @@ pub fn load(path: &Path, root: &Path) -> FileMap {
                 languages,
                 paths: f.paths.map(Cow::into_owned),
                 condition: f.condition.into_owned(),
+                severity: f.severity,
                 patterns: f.patterns.into_owned(),
                 indexes: f.indexes.into_owned().into(),
                 content: f.content.into_owned(),
@@ -163,6 +165,7 @@ fn save_at(path: &Path, root: &Path, files: &FileMap, now: SystemTime) {
                     .map(|l| l.iter().map(|n| Cow::Borrowed(*n)).collect()),
                 paths: g.paths.as_deref().map(Cow::Borrowed),
                 condition: Cow::Borrowed(&g.condition),
+                severity: g.severity,
                 patterns: Cow::Borrowed(&g.patterns),
                 indexes: Cow::Borrowed(g.indexes.get()?),
                 content: Cow::Borrowed(&g.content),
@@ -202,7 +205,7 @@ mod tests {
         crate::guidebook::write_test_guideline(
             root,
             dir,
-            &format!("id: {id}\nscope:\n  languages: [kotlin]\nmatch:\n  any:\n    - regex:\n        pattern: '\\bOrderInvoiceImpl\\('\ncontent: {content}\n"),
+            &format!("id: {id}\nscope:\n  languages: [kotlin]\n  paths: ['src/**', '!**/test/**']\nmatch:\n  in: changes\n  all:\n    - regex:\n        pattern: '\\bOrderInvoiceImpl\\('\n    - not: {{regex: {{pattern: '@Test', in: file}}}}\ncontent: {content}\n"),
         )
     }
 
@@ -271,6 +274,9 @@ mod tests {
         assert_eq!(cached.patterns, parsed.patterns);
         assert_eq!(cached.indexes.get(), parsed.indexes.get());
         assert_eq!(cached.languages, parsed.languages);
+        assert_eq!(cached.paths, parsed.paths);
+        assert_eq!(cached.condition, parsed.condition);
+        assert!(parsed.paths.is_some() && !parsed.condition.is_plain());
         assert_eq!(cached.id_line, parsed.id_line);
         // The second load parsed something, so it rewrote the cache: a third start has it all.
         let third = Guidebook::with_cache(root.clone(), cache.clone(), true);

@@ -26,6 +26,8 @@ pub struct Guideline {
     /// that validated it, and kept across reloads that leave the file alone. Left empty, it
     /// is worked out when a snapshot is built.
     pub indexes: std::sync::OnceLock<Vec<Index>>,
+    /// What a match means: advice (`info`, `warn`) or an edit refused before it lands (`block`).
+    pub severity: Severity,
     /// The text shown to the agent, exactly as in the YAML.
     pub content: String,
     /// The file the guideline came from.
@@ -34,6 +36,38 @@ pub struct Guideline {
     pub id_line: Option<usize>,
     /// Code the guideline must and must not match (`examples:`), run by `guidebook test`.
     pub examples: Vec<Example>,
+}
+
+/// A guideline's `severity`: `info` (the default) and `warn` are shown after the edit; a `block`
+/// guideline's match refuses the edit before it is written, and fails `guidebook review`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    #[default]
+    Info,
+    Warn,
+    Block,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Block => "block",
+        }
+    }
 }
 
 /// Whether an example must match its guideline or must not.

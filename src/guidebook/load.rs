@@ -89,6 +89,7 @@ pub(crate) fn parse_guideline_with(
     Ok(Guideline {
         paths: scope.paths.map(|p| p.0.into_iter().map(|g| g.0).collect()),
         condition,
+        severity: raw.severity.unwrap_or_default(),
         examples,
         id: raw.id.0,
         repositories: scope
@@ -326,6 +327,17 @@ examples:
             ])
         );
         assert_eq!(g.examples[0].written, Some(vec![(2, 2)]));
+        assert_eq!(
+            g.severity,
+            super::super::guideline::Severity::Info,
+            "the default"
+        );
+        let block =
+            parse(&COMPOSED.replace("content: Use", "severity: block\ncontent: Use")).unwrap();
+        assert_eq!(block.severity, super::super::guideline::Severity::Block);
+        let e = err(&COMPOSED.replace("content: Use", "severity: fatal\ncontent: Use"));
+        assert!(e.message.contains("`info`, `warn`"), "{e}");
+        assert_eq!(e.line, Some(13), "{e}");
         assert_eq!(g.indexes.get().map(Vec::len), Some(3));
         // Today's shape is still read as it was: any of its leaves over the whole file.
         let old = parse(GOOD).unwrap();
@@ -528,6 +540,7 @@ examples:
                 "id: a\nmatch:\n  regex: {pattern: x}\n  any:\n    - regex: {pattern: y}\ncontent: c\n".to_string(),
                 "id: a\nmatch:\n  all:\n    - in: changes\n      regex: {pattern: y}\ncontent: c\n".to_string(),
                 COMPOSED.replace("[[2, 2]]", "[[0, 2]]"),
+                COMPOSED.replace("content: Use", "severity: fatal\ncontent: Use"),
             ],
         ]
         .concat();
@@ -535,6 +548,7 @@ examples:
             COMPOSED.to_string(),
             "id: a\nmatch:\n  not:\n    not:\n      regex: {pattern: x}\ncontent: c\n".to_string(),
             "id: a\nmatch:\n  regex: {pattern: x, in: changes}\ncontent: c\n".to_string(),
+            "id: a\nmatch:\n  regex: {pattern: x}\nseverity: warn\ncontent: c\n".to_string(),
         ] {
             assert!(parse(&good).is_ok(), "{:?}", parse(&good).err());
             assert!(

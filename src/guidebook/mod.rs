@@ -32,7 +32,7 @@ mod yaml;
 
 pub use cache::CACHE_FILE_NAME;
 pub use examples::{run_examples, ExampleFailure, ExampleReport};
-pub use guideline::{Example, Expect, Guideline};
+pub use guideline::{Example, Expect, Guideline, Severity};
 pub use load::{parse_guideline, LoadError};
 pub use matching::{Condition, Edit, Index, Text, Within, Written};
 pub use reload::{CacheWrite, Guidebook, ReloadOutcome};

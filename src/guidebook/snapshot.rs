@@ -63,11 +63,15 @@ impl CompiledGuideline {
             .condition
             .leaves()
             .into_iter()
-            .map(|(pattern, within, negated)| LeafOutcome {
-                pattern,
-                within,
-                negated,
-                line: self.leaf(pattern, within, text, edit),
+            .map(|(pattern, within, negated)| {
+                let at = self.leaf(pattern, within, text, edit);
+                LeafOutcome {
+                    pattern,
+                    within,
+                    negated,
+                    line: at.map(|(_, line)| line),
+                    offset: at.map(|(offset, _)| offset),
+                }
             })
             .collect()
     }
@@ -78,7 +82,7 @@ impl CompiledGuideline {
         within: Within,
         text: &Text<'_>,
         edit: &Edit<'_>,
-    ) -> Option<usize> {
+    ) -> Option<(usize, usize)> {
         let regex = self.regexes().get(pattern)?.as_ref()?;
         leaf_line(regex, within, text, edit)
     }
@@ -104,6 +108,8 @@ pub struct LeafOutcome {
     pub negated: bool,
     /// The 1-based line of its first match that counts; `None`: it did not hold.
     pub line: Option<usize>,
+    /// The byte offset that match starts at.
+    pub offset: Option<usize>,
 }
 
 /// Where a file sits, for `scope.paths`.
@@ -367,11 +373,13 @@ impl GuidelineSnapshot {
         edit: &Edit<'_>,
     ) -> Option<(usize, &str)> {
         let g = &self.guidelines[guideline];
-        let (line, pattern) = g
+        // The earliest by offset (two matches on one line: the one further left), then by the
+        // order the leaves are written in.
+        let (_, line, pattern) = g
             .leaves(text, edit)
             .into_iter()
             .filter(|l| !l.negated)
-            .filter_map(|l| Some((l.line?, l.pattern)))
+            .filter_map(|l| Some((l.offset?, l.line?, l.pattern)))
             .min()?;
         Some((line, g.guideline.patterns[pattern].as_str()))
     }
@@ -434,6 +442,7 @@ mod tests {
             repositories: repos.map(|r| r.iter().map(|s| s.to_string()).collect()),
             languages: langs.map(|l| l.to_vec()),
             paths: None,
+            severity: Default::default(),
             condition: super::super::matching::Condition::any_in_file(pats.len()),
             patterns: pats.iter().map(|s| s.to_string()).collect(),
             content: format!("{id} content"),

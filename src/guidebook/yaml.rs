@@ -26,6 +26,8 @@ pub(super) struct RawGuideline {
     pub(super) when: Option<Vec<Event>>,
     #[serde(rename = "match")]
     pub(super) matcher: RawMatch,
+    #[serde(default)]
+    pub(super) severity: Option<super::guideline::Severity>,
     pub(super) content: String,
     #[serde(default)]
     pub(super) examples: Option<RawExamples>,

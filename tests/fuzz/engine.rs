@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use adaptive_guidebook::guidebook::{Guideline, GuidelineSnapshot};
+use adaptive_guidebook::guidebook::{
+    Condition, Edit, FilePlace, Guideline, GuidelineSnapshot, Text, Within, Written,
+};
 use proptest::prelude::*;
 use regex::bytes::{Regex, RegexBuilder};
 
@@ -66,6 +68,7 @@ fn guideline(id: usize, patterns: Vec<String>) -> Arc<Guideline> {
         repositories: None,
         languages: None,
         paths: None,
+        severity: Default::default(),
         condition: adaptive_guidebook::guidebook::Condition::any_in_file(patterns.len()),
         patterns,
         content: "c".into(),
@@ -80,16 +83,48 @@ fn reference_regex(pattern: &str) -> Option<Regex> {
     RegexBuilder::new(pattern).multi_line(true).build().ok()
 }
 
-/// The reference: each guideline's patterns compiled on their own and tried on the whole file;
-/// per matching guideline, the line of its earliest match and the pattern that made it.
+/// Whether `condition` holds when leaf `p` holds exactly when `held(p)`.
+fn holds(condition: &Condition, held: &dyn Fn(usize) -> bool) -> bool {
+    match condition {
+        Condition::Any(m) => m.iter().any(|c| holds(c, held)),
+        Condition::All(m) => m.iter().all(|c| holds(c, held)),
+        Condition::Not(c) => !holds(c, held),
+        Condition::Regex { pattern, .. } => held(*pattern),
+    }
+}
+
+/// The patterns of the leaves not under an odd number of `not`s.
+fn positive(condition: &Condition, negated: bool, out: &mut Vec<usize>) {
+    match condition {
+        Condition::Any(m) | Condition::All(m) => m.iter().for_each(|c| positive(c, negated, out)),
+        Condition::Not(c) => positive(c, !negated, out),
+        Condition::Regex { pattern, .. } => {
+            if !negated {
+                out.push(*pattern)
+            }
+        }
+    }
+}
+
+/// The reference: each guideline's patterns compiled on their own and tried on the whole file
+/// (every line written), its condition evaluated on that; per matching guideline, the line of
+/// the earliest match of a leaf not under `not` and the pattern that made it.
 fn reference(guidelines: &[Arc<Guideline>], content: &[u8]) -> Vec<(String, usize, String)> {
     let mut out = Vec::new();
     for g in guidelines {
-        let earliest = g
+        let found: Vec<Option<usize>> = g
             .patterns
             .iter()
-            .enumerate()
-            .filter_map(|(i, p)| Some((reference_regex(p)?.find(content)?.start(), i)))
+            .map(|p| Some(reference_regex(p)?.find(content)?.start()))
+            .collect();
+        if !holds(&g.condition, &|p| found[p].is_some()) {
+            continue;
+        }
+        let mut leaves = Vec::new();
+        positive(&g.condition, false, &mut leaves);
+        let earliest = leaves
+            .into_iter()
+            .filter_map(|i| Some((found[i]?, i)))
             .min();
         if let Some((start, i)) = earliest {
             let line = content[..start].iter().filter(|b| **b == b'\n').count() + 1;
@@ -209,4 +244,144 @@ fn the_engine_agrees_with_regex_on_this_repositorys_sources() {
         hits > 100,
         "the generated patterns should match this code base: {hits}"
     );
+}
+
+/// A random condition over leaves `0..leaves` (each leaf used once, in order), at most three
+/// levels deep, each leaf looking at the file or at the changes.
+fn condition(leaves: usize) -> impl Strategy<Value = Condition> {
+    let within = prop::sample::select(&[Within::File, Within::Changes][..]);
+    prop::collection::vec(within, leaves).prop_flat_map(move |withins| {
+        let shape = prop::collection::vec(0u8..6, 3 * leaves);
+        shape.prop_map(move |choices| {
+            let mut next = 0;
+            let mut pick = choices.into_iter().cycle();
+            build(&withins, &mut next, &mut pick, 0)
+        })
+    })
+}
+
+fn build(
+    withins: &[Within],
+    next: &mut usize,
+    pick: &mut impl Iterator<Item = u8>,
+    depth: usize,
+) -> Condition {
+    let leaf = |next: &mut usize| {
+        let p = (*next).min(withins.len() - 1);
+        *next += 1;
+        Condition::Regex {
+            pattern: p,
+            within: withins[p],
+        }
+    };
+    if depth == 3 || *next + 1 >= withins.len() {
+        return match pick.next() {
+            Some(0) => Condition::Not(Box::new(leaf(next))),
+            _ => leaf(next),
+        };
+    }
+    match pick.next().unwrap_or(0) {
+        0 => Condition::Not(Box::new(build(withins, next, pick, depth + 1))),
+        1 | 2 => Condition::Any(vec![
+            build(withins, next, pick, depth + 1),
+            build(withins, next, pick, depth + 1),
+        ]),
+        3 | 4 => Condition::All(vec![
+            build(withins, next, pick, depth + 1),
+            build(withins, next, pick, depth + 1),
+        ]),
+        _ => leaf(next),
+    }
+}
+
+/// Whether `regex` has a match in `content` that counts for `within`, written lines being
+/// `written` (1-based, inclusive) — by brute force over every match and the lines it spans.
+fn reference_leaf(
+    regex: &Regex,
+    within: Within,
+    content: &[u8],
+    written: &[(usize, usize)],
+) -> bool {
+    let line_of = |at: usize| content[..at].iter().filter(|b| **b == b'\n').count() + 1;
+    match within {
+        Within::File => regex.is_match(content),
+        Within::Changes => regex.find_iter(content).any(|m| {
+            let (first, last) = (
+                line_of(m.start()),
+                line_of(m.end().saturating_sub(1).max(m.start())),
+            );
+            (first..=last).any(|l| written.iter().any(|(a, b)| *a <= l && l <= *b))
+        }),
+    }
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// Composed conditions with `file` and `changes` leaves, over random written lines: the
+    /// snapshot (literal index over the required leaves, then each condition) answers as a
+    /// brute-force evaluation of every leaf does.
+    #[test]
+    fn composed_conditions_on_written_lines_agree_with_brute_force(
+        sets in prop::collection::vec(
+            prop::collection::vec(pattern(), 2..5).prop_flat_map(|p| {
+                let n = p.len();
+                (Just(p), condition(n))
+            }),
+            1..12,
+        ),
+        content in file(),
+        written in prop::collection::vec((1usize..8, 0usize..3), 0..3),
+    ) {
+        let written: Vec<(usize, usize)> = written.into_iter().map(|(a, n)| (a, a + n)).collect();
+        let guidelines: Vec<Arc<Guideline>> = sets
+            .into_iter()
+            .enumerate()
+            .map(|(i, (patterns, condition))| {
+                let patterns: Vec<String> = patterns
+                    .into_iter()
+                    .map(|p| if reference_regex(&p).is_some() { p } else { "Order".into() })
+                    .collect();
+                Arc::new(Guideline {
+                    id: format!("g{i:04}"),
+                    repositories: None,
+                    languages: None,
+                    paths: None,
+                    severity: Default::default(),
+                    condition,
+                    patterns,
+                    content: "c".into(),
+                    source: PathBuf::from(format!("/g/g{i:04}/guideline.yaml")),
+                    id_line: None,
+                    examples: Vec::new(),
+                    indexes: Default::default(),
+                })
+            })
+            .collect();
+        let snapshot = GuidelineSnapshot::build("/g".into(), guidelines.clone(), Vec::new());
+        let all = vec![true; guidelines.len()];
+        let text = Text::new(content.as_bytes());
+        let edit = Edit::known(Written::lines(written.clone()));
+        let got: Vec<String> = snapshot
+            .matching_in(&text, &all, FilePlace::Unchecked, &edit)
+            .into_iter()
+            .map(|i| snapshot.guidelines[i].id().to_string())
+            .collect();
+        let expected: Vec<String> = guidelines
+            .iter()
+            .filter(|g| {
+                let regexes: Vec<Regex> = g.patterns.iter().map(|p| reference_regex(p).unwrap()).collect();
+                let within: Vec<Within> = g.condition.leaves().into_iter().map(|(_, w, _)| w).collect();
+                let mut by_pattern = vec![Within::File; g.patterns.len()];
+                for ((p, _, _), w) in g.condition.leaves().into_iter().zip(within) {
+                    by_pattern[p] = w;
+                }
+                holds(&g.condition, &|p| {
+                    reference_leaf(&regexes[p], by_pattern[p], content.as_bytes(), &written)
+                })
+            })
+            .map(|g| g.id.clone())
+            .collect();
+        prop_assert_eq!(got, expected, "written {:?}, content {:?}", written, content);
+    }
 }

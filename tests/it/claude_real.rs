@@ -491,3 +491,51 @@ fn a_hook_that_times_out_leaves_the_task_untouched() {
     assert!(!next.contains("hook error"), "{next}");
     assert!(!next.contains("Adaptive Guidebook"), "{next}");
 }
+
+/// Issue 38, item 4, with the real Claude Code: two `Edit`s of a Kotlin file that already
+/// holds `Thread.sleep(` on line 3 (not committed, so the sidecar's own fallback would count
+/// it). The first writes line 10 without it: the `in: changes` guideline stays out of the next
+/// request; the second writes `Thread.sleep(` on line 11: the next request carries it.
+#[test]
+fn a_claude_code_edit_shows_an_in_changes_guideline_only_for_the_lines_it_wrote() {
+    let SleepyScene {
+        dir: _dir,
+        sidecar,
+        repo,
+        jobs,
+        home,
+    } = SleepyScene::new();
+    install_shim_hooks(&home, "--claude");
+    let edit = |old: &str, new: &str| {
+        (
+            "Edit",
+            json!({"file_path": jobs.display().to_string(), "old_string": old, "new_string": new}),
+        )
+    };
+    // Claude Code edits only a file it has read.
+    let mock = MockMessages::start(vec![
+        ("Read", json!({"file_path": jobs.display().to_string()})),
+        edit("val x10 = 10", "val ten = 10"),
+        edit("val x11 = 11", "val eleven = Thread.sleep(11)"),
+    ]);
+    let out = claude(&home, &repo, &mock, &sidecar.socket, "tidy the jobs", &[]);
+    let said = printed(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&jobs).unwrap(),
+        sleepy_jobs()
+            .replace("val x10 = 10", "val ten = 10")
+            .replace("val x11 = 11", "val eleven = Thread.sleep(11)"),
+        "{said}"
+    );
+    let turns = mock.turns();
+    assert_eq!(turns.len(), 4, "read, edit, edit, done: {said}");
+    let shown = |turn: &Value| {
+        turn["messages"]
+            .to_string()
+            .matches("[no-thread-sleep]")
+            .count()
+    };
+    assert_eq!(shown(&turns[2]), 0, "line 10 has no Thread.sleep(");
+    assert_eq!(shown(&turns[3]), 1, "line 11 does");
+}

@@ -674,3 +674,100 @@ fn a_hook_that_times_out_leaves_the_task_untouched() {
         .iter()
         .all(|t| !t.contains("Adaptive Guidebook")));
 }
+
+/// Line `n` of `text` replaced by `new_line`, as a Codex patch with two lines of context.
+fn replace_line_patch(rel: &str, text: &str, n: usize, new_line: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut patch = format!("*** Begin Patch\n*** Update File: {rel}\n@@\n");
+    for line in &lines[n - 3..n - 1] {
+        patch.push_str(&format!(" {line}\n"));
+    }
+    patch.push_str(&format!("-{}\n+{new_line}\n", lines[n - 1]));
+    patch.push_str(&format!(" {}\n*** End Patch\n", lines[n]));
+    patch
+}
+
+/// Issue 38, items 4 and 6, with the real Codex: two `apply_patch` updates of a Kotlin file
+/// that already holds `Thread.sleep(` on line 3 (not committed, so the sidecar's own fallback
+/// would count it). The first writes line 10 without it: the `in: changes` guideline stays out
+/// of the next request; the second writes `Thread.sleep(` on line 11: the next request carries
+/// it. The hook runs through a wrapper that copies the file when the hook starts: at each
+/// `PostToolUse` the updated file is already on disk in its post-image.
+#[test]
+fn a_codex_update_shows_an_in_changes_guideline_only_for_the_lines_it_wrote() {
+    let SleepyScene {
+        dir,
+        sidecar,
+        repo,
+        jobs,
+        home,
+    } = SleepyScene::new();
+    let first = sleepy_jobs().replace("val x10 = 10", "val ten = 10");
+    let second = first.replace("val x11 = 11", "val eleven = Thread.sleep(11)");
+    let mock = MockResponses::start(vec![
+        apply_patch_call(
+            "1",
+            &replace_line_patch("src/Jobs.kt", &sleepy_jobs(), 10, "val ten = 10"),
+        ),
+        apply_patch_call(
+            "2",
+            &replace_line_patch("src/Jobs.kt", &first, 11, "val eleven = Thread.sleep(11)"),
+        ),
+    ]);
+    codex_user(&home, &mock, false);
+    // Our hooks through a wrapper that keeps each event and the file as the hook found it.
+    let seen = dir.path().join("seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    let wrapper = dir.path().join("hook.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nat={seen}/$(date +%s%N)\ncp {jobs} \"$at.kt\"\ntee \"$at.json\" | exec {shim}\n",
+            seen = seen.display(),
+            jobs = jobs.display(),
+            shim = shim_exe().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    install(
+        &home,
+        &["--hook-command", wrapper.to_str().unwrap(), "--trust"],
+    );
+
+    let out = codex_exec(&home, &repo, &sidecar.socket, "tidy the jobs");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert_eq!(std::fs::read_to_string(&jobs).unwrap(), second, "{said}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "patch, patch, message: {said}");
+    let shown = |request: &Value| {
+        developer_texts(request)
+            .iter()
+            .filter(|t| t.contains("[no-thread-sleep]"))
+            .count()
+    };
+    assert_eq!(shown(&requests[1]), 0, "line 10 has no Thread.sleep(");
+    assert_eq!(shown(&requests[2]), 1, "line 11 does");
+
+    // What the file held when each PostToolUse hook started: the patch's post-image.
+    let mut at_post_tool_use = Vec::new();
+    let mut records: Vec<PathBuf> = std::fs::read_dir(&seen)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    records.sort();
+    for record in records {
+        let event: Value =
+            serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+        if event["hook_event_name"] == "PostToolUse" && event["tool_name"] == "apply_patch" {
+            at_post_tool_use.push(std::fs::read_to_string(record.with_extension("kt")).unwrap());
+        }
+    }
+    assert_eq!(at_post_tool_use, [first, second]);
+}

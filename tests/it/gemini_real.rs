@@ -360,3 +360,51 @@ fn a_hung_sidecar_leaves_the_task_untouched_and_silent_within_the_default_budget
     let default = run("src/Quick.kt", "2000");
     assert!(!default.contains("Hook"), "{default}");
 }
+
+/// Issue 38, item 4, with the real Gemini CLI: two `replace`s in a Kotlin file that already
+/// holds `Thread.sleep(` on line 3 (not committed, so the sidecar's own fallback would count
+/// it). The first writes line 10 without it: the `in: changes` guideline stays out of the next
+/// request; the second writes `Thread.sleep(` on line 11: the next request carries it.
+#[test]
+fn a_gemini_cli_replace_shows_an_in_changes_guideline_only_for_the_lines_it_wrote() {
+    let SleepyScene {
+        dir: _dir,
+        sidecar,
+        repo,
+        jobs,
+        home,
+    } = SleepyScene::new();
+    gemini_api_user(&home);
+    install_shim_hooks(&home, "--gemini");
+    let replace = |old: &str, new: &str| {
+        (
+            "replace",
+            json!({"file_path": jobs.display().to_string(), "old_string": old, "new_string": new,
+                "instruction": "Rename the value."}),
+        )
+    };
+    let mock = MockGemini::start(vec![
+        replace("val x10 = 10", "val ten = 10"),
+        replace("val x11 = 11", "val eleven = Thread.sleep(11)"),
+    ]);
+    let out = gemini(&home, &repo, &mock, &sidecar.socket, "tidy the jobs");
+    let said = printed(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&jobs).unwrap(),
+        sleepy_jobs()
+            .replace("val x10 = 10", "val ten = 10")
+            .replace("val x11 = 11", "val eleven = Thread.sleep(11)"),
+        "{said}"
+    );
+    let turns = mock.turns();
+    assert_eq!(turns.len(), 3, "replace, replace, done: {said}");
+    let shown = |turn: &Value| {
+        turn["contents"]
+            .to_string()
+            .matches("[no-thread-sleep]")
+            .count()
+    };
+    assert_eq!(shown(&turns[1]), 0, "line 10 has no Thread.sleep(");
+    assert_eq!(shown(&turns[2]), 1, "line 11 does");
+}

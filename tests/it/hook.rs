@@ -469,33 +469,8 @@ fn shim_gives_up_silently_on_a_sidecar_that_accepts_but_never_answers() {
     assert!(String::from_utf8_lossy(&request).contains("\"method\":\"search\""));
 }
 
-/// The `in: changes` guideline the written-lines tests serve.
-pub(crate) const SLEEP_IN_CHANGES: &str = "id: no-thread-sleep\nscope: {languages: [kotlin]}\n\
-    match:\n  in: changes\n  any:\n    - regex: {pattern: 'Thread\\.sleep\\('}\n\
-    content: Use delay() in coroutines, not Thread.sleep().\n";
-
-/// Twelve lines of Kotlin with `Thread.sleep(` on line 3 only.
-fn sleepy_jobs() -> String {
-    let mut lines: Vec<String> = (1..=12).map(|i| format!("val x{i} = {i}")).collect();
-    lines[2] = "fun wait() = Thread.sleep(100)".into();
-    lines.join("\n") + "\n"
-}
-
-/// A sidecar serving [`SLEEP_IN_CHANGES`], and a repository whose `src/Jobs.kt` is
-/// [`sleepy_jobs`] and not committed: with no written lines sent, the sidecar counts every
-/// line of it as written, so `Thread.sleep(` on line 3 would match.
-fn sleepy_scene() -> (Sidecar, tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("guidebook");
-    write_guideline(&root, "no-thread-sleep", SLEEP_IN_CHANGES);
-    let sidecar = Sidecar::start(&root);
-    let repo = dir.path().join("jobs");
-    git_repo(&repo, Some("git@github.com:acme/jobs.git"));
-    write_file(&repo, "README.md", "jobs\n");
-    git_commit_all(&repo, "init");
-    write_file(&repo, "src/Jobs.kt", &sleepy_jobs());
-    (sidecar, dir, repo)
-}
+/// A host's edit event for a session, writing the given line 10.
+type EventFor<'a> = Box<dyn Fn(&str, &str) -> Value + 'a>;
 
 /// Whether the shim's output hands the agent [`SLEEP_IN_CHANGES`].
 fn shows_sleep(run: &ShimRun) -> bool {
@@ -523,7 +498,12 @@ fn codex_line_10_patch(new_line: &str) -> String {
 /// written lines the sidecar would count the whole (uncommitted) file and show it every time.
 #[test]
 fn an_in_changes_guideline_follows_the_lines_each_hosts_edit_wrote() {
-    let (sidecar, _dir, repo) = sleepy_scene();
+    let SleepyScene {
+        dir: _dir,
+        sidecar,
+        repo,
+        ..
+    } = SleepyScene::new();
     let jobs = repo.join("src/Jobs.kt");
     let path = jobs.display().to_string();
     // The control: no written lines, the whole untracked file counts.
@@ -536,7 +516,7 @@ fn an_in_changes_guideline_follows_the_lines_each_hosts_edit_wrote() {
     let plain = "val ten = 10";
     let sleeping = "val ten = Thread.sleep(10)";
     let after = |line: &str| sleepy_jobs().replace("val x10 = 10", line);
-    let cases: [(&str, Box<dyn Fn(&str, &str) -> Value>); 3] = [
+    let cases: [(&str, EventFor); 3] = [
         (
             "codex",
             Box::new(|session: &str, line: &str| {
@@ -573,7 +553,12 @@ fn an_in_changes_guideline_follows_the_lines_each_hosts_edit_wrote() {
 /// `Thread.sleep(` written by the patch is found although the disk does not hold it yet.
 #[test]
 fn a_codex_patch_not_yet_on_disk_is_matched_on_its_post_image() {
-    let (sidecar, _dir, repo) = sleepy_scene();
+    let SleepyScene {
+        dir: _dir,
+        sidecar,
+        repo,
+        ..
+    } = SleepyScene::new();
     let jobs = repo.join("src/Jobs.kt");
     let event = |session: &str, line: &str| {
         codex_patch_event(session, &repo, &codex_line_10_patch(line), &["src/Jobs.kt"])

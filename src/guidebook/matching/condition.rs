@@ -254,9 +254,14 @@ impl<'a> Text<'a> {
     }
 }
 
-/// Whether a regex leaf holds in `text`, and if so the 1-based line of its first match that
-/// counts (under `changes`, the first that overlaps a written line).
-pub fn leaf_line(regex: &Regex, within: Within, text: &Text<'_>, edit: &Edit<'_>) -> Option<usize> {
+/// Whether a regex leaf holds in `text`, and if so where its first match that counts starts
+/// (under `changes`, the first that overlaps a written line): its byte offset and 1-based line.
+pub fn leaf_line(
+    regex: &Regex,
+    within: Within,
+    text: &Text<'_>,
+    edit: &Edit<'_>,
+) -> Option<(usize, usize)> {
     let written = match within {
         Within::File => None,
         Within::Changes => match edit.written() {
@@ -268,10 +273,10 @@ pub fn leaf_line(regex: &Regex, within: Within, text: &Text<'_>, edit: &Edit<'_>
     match written {
         None => regex
             .find(text.bytes)
-            .map(|m| text.lines().line_of(m.start())),
+            .map(|m| (m.start(), text.lines().line_of(m.start()))),
         Some(written) => regex.find_iter(text.bytes).find_map(|m| {
             let (first, last) = text.lines().span(m.start(), m.end());
-            written.overlaps(first, last).then_some(first)
+            written.overlaps(first, last).then_some((m.start(), first))
         }),
     }
 }
@@ -358,7 +363,9 @@ mod leaf_tests {
     fn a_changes_leaf_holds_only_on_written_lines() {
         let text = Text::new(b"a Thread.sleep(1)\nb\nc Thread.sleep(2)\nd\n");
         let re = Regex::new(r"Thread\.sleep\(").unwrap();
-        let on = |w: Written| leaf_line(&re, Within::Changes, &text, &Edit::known(w));
+        let on = |w: Written| {
+            leaf_line(&re, Within::Changes, &text, &Edit::known(w)).map(|(_, line)| line)
+        };
         assert_eq!(on(Written::lines(vec![(2, 2)])), None);
         assert_eq!(on(Written::lines(vec![(2, 3)])), Some(3));
         assert_eq!(on(Written::lines(vec![])), None);
@@ -369,7 +376,7 @@ mod leaf_tests {
             &text,
             &Edit::known(Written::lines(vec![])),
         );
-        assert_eq!(file, Some(1), "`in: file` ignores what was written");
+        assert_eq!(file, Some((2, 1)), "`in: file` ignores what was written");
         let multi = Regex::new(r"(?s)sleep\(1\).b").unwrap();
         assert_eq!(
             leaf_line(
@@ -378,7 +385,7 @@ mod leaf_tests {
                 &text,
                 &Edit::known(Written::lines(vec![(2, 2)]))
             ),
-            Some(1),
+            Some((9, 1)),
             "a match spanning into a written line counts, reported at its first line"
         );
     }
@@ -392,10 +399,10 @@ mod leaf_tests {
         });
         let text = Text::new(b"x\n");
         let re = Regex::new("x").unwrap();
-        assert_eq!(leaf_line(&re, Within::File, &text, &edit), Some(1));
+        assert_eq!(leaf_line(&re, Within::File, &text, &edit), Some((0, 1)));
         assert_eq!(calls.get(), 0);
-        assert_eq!(leaf_line(&re, Within::Changes, &text, &edit), Some(1));
-        assert_eq!(leaf_line(&re, Within::Changes, &text, &edit), Some(1));
+        assert_eq!(leaf_line(&re, Within::Changes, &text, &edit), Some((0, 1)));
+        assert_eq!(leaf_line(&re, Within::Changes, &text, &edit), Some((0, 1)));
         assert_eq!(calls.get(), 1);
     }
 }

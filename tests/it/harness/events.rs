@@ -113,3 +113,51 @@ pub fn gemini_replace_event(
             {"fileDiff": diff, "fileName": name, "filePath": file.display().to_string(),
              "originalContent": before, "isNewFile": false}}})
 }
+
+/// The `in: changes` guideline the written-lines tests serve: `Thread.sleep(` in Kotlin, only
+/// where an edit wrote it.
+pub const SLEEP_IN_CHANGES: &str = "id: no-thread-sleep\nscope: {languages: [kotlin]}\n\
+    match:\n  in: changes\n  any:\n    - regex: {pattern: 'Thread\\.sleep\\('}\n\
+    content: Use delay() in coroutines, not Thread.sleep().\n";
+
+/// Twelve lines of Kotlin (`val xN = N`) with `Thread.sleep(` on line 3 only.
+pub fn sleepy_jobs() -> String {
+    let mut lines: Vec<String> = (1..=12).map(|i| format!("val x{i} = {i}")).collect();
+    lines[2] = "fun wait() = Thread.sleep(100)".into();
+    lines.join("\n") + "\n"
+}
+
+/// A sidecar serving [`SLEEP_IN_CHANGES`], a repository (`acme/jobs`, one commit) whose
+/// `src/Jobs.kt` is [`sleepy_jobs`] and not committed (so that with no written lines sent the
+/// sidecar counts every line of it as written, and `Thread.sleep(` on line 3 would match), and
+/// an empty home for an agent's user. Keep `dir` bound: dropping it deletes them all.
+pub struct SleepyScene {
+    pub dir: TempDir,
+    pub sidecar: Sidecar,
+    pub repo: PathBuf,
+    pub jobs: PathBuf,
+    pub home: PathBuf,
+}
+
+impl SleepyScene {
+    pub fn new() -> SleepyScene {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("guidebook");
+        write_guideline(&root, "no-thread-sleep", SLEEP_IN_CHANGES);
+        let sidecar = Sidecar::start(&root);
+        let repo = dir.path().join("jobs");
+        git_repo(&repo, Some("git@github.com:acme/jobs.git"));
+        write_file(&repo, "README.md", "jobs\n");
+        git_commit_all(&repo, "init");
+        let jobs = write_file(&repo, "src/Jobs.kt", &sleepy_jobs());
+        let home = dir.path().join("user");
+        std::fs::create_dir_all(&home).unwrap();
+        SleepyScene {
+            dir,
+            sidecar,
+            repo,
+            jobs,
+            home,
+        }
+    }
+}
