@@ -152,10 +152,6 @@ impl ShellWrites {
     /// watcher of the command's repository the first time.
     pub fn begin(&self, begin: Begin<'_>) -> Begun {
         let began = Instant::now();
-        let repo = begin.dir.and_then(|dir| self.watch_of(Path::new(dir)));
-        if let Some(repo) = &repo {
-            repo.adopt_new_dirs();
-        }
         let mut named = Vec::new();
         let mut bytes = 0u64;
         let mut kept = 0;
@@ -179,6 +175,12 @@ impl ShellWrites {
                 Before { stamp, content }
             });
             named.push(Named { path, before });
+        }
+        // Armed after the pre-images are read: arming a large repository takes a while, and a
+        // host that stops waiting for this hook runs the command meanwhile.
+        let repo = begin.dir.and_then(|dir| self.watch_of(Path::new(dir)));
+        if let Some(repo) = &repo {
+            repo.adopt_new_dirs();
         }
         let record = Record {
             session_id: begin.session_id.to_owned(),
