@@ -4,11 +4,13 @@
 # repository of SHELL_BENCH_FILES Kotlin files (default 10,200) in SHELL_BENCH_DIRS directories
 # (default 300, under 30 parents), and the release shim run as Claude Code runs it, once for the
 # shell tool's PreToolUse and once for its PostToolUse, around the real command. Interleaved,
-# SHELL_BENCH_ROUNDS rounds (default 200) of three commands in rotating order:
+# SHELL_BENCH_ROUNDS rounds (default 200) of four commands in rotating order:
 #   reader  `grep -n … F.kt`            the shim asks nothing (the floor, and what every shell
 #                                       command cost before this work)
 #   noop    `sed -i 's/NO_SUCH/x/' F.kt` beginShellCommand + endShellCommand, nothing changed
 #   writer  `sed -i 's/…/…/' F.kt`       begin + end + the search of the changed file
+#   glob    `sed -i '…' dir/*.kt`         every file of one directory, named by a glob: found
+#                                       by the watcher, all searched (lines: git's diff)
 # and, on fresh daemons (SHELL_BENCH_ARM_RUNS, default 5), the one-time cost of arming the
 # repository's watcher (the first begin), plus the daemon's side alone (the two calls over the
 # socket, no process spawned). Prints markdown tables (docs/benchmarks.md).
@@ -69,7 +71,8 @@ def call(method, params):
 
 
 def start_daemon():
-    env = dict(os.environ, ADAPTIVE_GUIDEBOOK_HOME=home, RUST_LOG="info")
+    env = dict(os.environ, ADAPTIVE_GUIDEBOOK_HOME=home,
+               RUST_LOG="info,adaptive_guidebook::rpc::end_shell_command=debug")
     log = open(os.path.join(tmp, "serve.log"), "a")
     proc = subprocess.Popen([os.path.join(BIN, "guidebook"), "serve", "--socket", sock],
                             env=env, stdout=log, stderr=log)
@@ -115,6 +118,10 @@ def one(kind, i, session):
         command = f"grep -n 'val a' {f}"
     elif kind == "noop":
         command = f"sed -i 's/NO_SUCH_TEXT/x/' {f}"
+    elif kind == "glob":
+        # A formatter's way: every file of a directory, named by a glob (so by no word the
+        # shim can resolve): the watcher finds them.
+        command = f"sed -i 's/fun run() = a + [0-9]*$/fun run() = a + {i}/' {dirs[i % DIRS]}/*.kt"
     else:
         command = f"sed -i 's/val a = \\([0-9]*\\)$/val a = \\1 + {i}/' {f}"
     pre, said = hook("PreToolUse", session, command)
@@ -148,13 +155,13 @@ for run in range(ARM_RUNS):
 armed_log = [l for l in open(os.path.join(tmp, "serve.log")) if "watching a repository" in l]
 
 proc = start_daemon()
-kinds = ["reader", "noop", "writer"]
+kinds = ["reader", "noop", "writer", "glob"]
 times = {k: {"pre": [], "post": []} for k in kinds}
 for i in range(5):  # warm-up, not counted
     for k in kinds:
         one(k, i, f"warm{i}")
 for i in range(ROUNDS):
-    order = kinds[i % 3:] + kinds[:i % 3]
+    order = kinds[i % len(kinds):] + kinds[:i % len(kinds)]
     for k in order:
         pre, post = one(k, i + 100, f"s{i}")
         times[k]["pre"].append(pre)
@@ -168,7 +175,7 @@ for i in range(ROUNDS):
     call("beginShellCommand", {"sessionId": "rpc", "callId": f"c{i}", "dir": repo,
                                "targets": [os.path.join(repo, f)], "mentioned": []})
     rpc["begin"].append((time.perf_counter() - started) * 1000)
-    shell(f"sed -i 's/fun run() = a + 1$/fun run() = a + {i}/' {f}")
+    shell(f"sed -i 's/fun run() = a + [0-9]*$/fun run() = a + {i + 100000}/' {f}")
     started = time.perf_counter()
     call("endShellCommand", {"sessionId": "rpc", "callId": f"c{i}", "dir": repo,
                              "targets": [os.path.join(repo, f)]})
@@ -190,7 +197,8 @@ print("| --- | --- | --- | --- | --- |")
 floor = statistics.median(a + b for a, b in zip(times["reader"]["pre"], times["reader"]["post"]))
 for k, label in [("reader", "reader (`grep`): asks nothing"),
                  ("noop", "`sed -i` that changes nothing: begin + end"),
-                 ("writer", "`sed -i` that writes a line: begin + end + search")]:
+                 ("writer", "`sed -i` that writes a line: begin + end + search"),
+                 ("glob", f"`sed -i … dir/*.kt` writing {FILES // DIRS} unnamed files (watcher)")]:
     pre, post = times[k]["pre"], times[k]["post"]
     both = statistics.median(a + b for a, b in zip(pre, post))
     print(f"| {label} | {statistics.median(pre):.2f} / {pct(pre, .9):.2f} ms | "
@@ -209,6 +217,12 @@ print(f"Arming (the first `beginShellCommand` on a fresh daemon, {ARM_RUNS} runs
       f"{statistics.median(later_pre):.1f} ms for the next.")
 print(f"The alternative: one `git status --porcelain --untracked-files=all` in this repository "
       f"takes {statistics.median(status):.1f} ms (median of 20), twice per command.")
+# What the ends found (the daemon's debug line per end): files per end, how often.
+import collections, re
+found = collections.Counter(
+    int(m.group(1)) for l in open(os.path.join(tmp, "serve.log"))
+    if "shell command ended" in l and (m := re.search(r"files=(\d+)", l)))
+print("Files found per endShellCommand (count of ends):", dict(sorted(found.items())))
 for line in armed_log[:1]:
     print("daemon log:", line.strip()[-200:])
 shutil.rmtree(tmp)

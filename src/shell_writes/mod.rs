@@ -256,7 +256,8 @@ impl ShellWrites {
         match &record.repo {
             Some(repo) if repo.watching() => {
                 let seen = repo.since(record.began);
-                changes.incomplete |= seen.incomplete || settled != Some(true);
+                changes.incomplete |=
+                    seen.incomplete || settled != Some(true) || repo.armed_at > record.began;
                 let unnamed: Vec<String> = seen
                     .paths
                     .into_iter()
