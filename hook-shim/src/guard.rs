@@ -258,7 +258,7 @@ fn judge_command(text: &str, dir: Option<&str>, protected: &Protected) -> Option
 pub(crate) const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "fish"];
 
 /// Words that open or join a shell construct and run no program themselves.
-const KEYWORDS: &[&str] = &[
+pub(crate) const KEYWORDS: &[&str] = &[
     "!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "in",
     "case", "esac", "builtin",
 ];

@@ -132,9 +132,16 @@ impl Found {
 
     /// One simple command's words (redirections already taken out). `dir` follows `cd`.
     fn simple(&mut self, words: &[String], dir: &mut Option<String>, depth: usize) {
+        // `for f in a b` (or `select`, `case x in`) names a loop's words, not a program.
+        if words
+            .first()
+            .is_some_and(|w| matches!(w.as_str(), "for" | "select" | "case"))
+        {
+            return;
+        }
         let start = words
             .iter()
-            .position(|w| !matches!(w.as_str(), "!" | "{" | "}" | "then" | "do" | "else"))
+            .position(|w| !guard::KEYWORDS.contains(&w.as_str()))
             .unwrap_or(words.len());
         let words = &words[start..];
         let Some((program, args)) = guard::strip_wrappers(words) else {
@@ -621,6 +628,9 @@ mod tests {
             "rg GlobalScope src",
             "find . -name '*.kt'",
             "head -5 a; wc -l b",
+            "if grep -q x a; then cat a; fi",
+            "for f in a b; do wc -l $f; done",
+            "while true; do ls; done",
         ] {
             let writes = of(reader);
             assert!(writes.read_only, "{reader}: {writes:?}");
@@ -631,6 +641,10 @@ mod tests {
         }
         assert!(!of("cat a > b").read_only);
         assert!(!of("find . -name x -delete").read_only);
+        assert_eq!(
+            of("if true; then sed -i s/a/b/ A.kt; fi").targets,
+            ["/w/A.kt"]
+        );
         // Globs, variables and substitutions name nothing the shim can resolve.
         assert!(of("sed -i s/a/b/ src/*.kt $F \"$(ls)\"").targets.is_empty());
     }
