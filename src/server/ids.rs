@@ -66,15 +66,26 @@ struct ParamsOnly {
 struct PathsOnly {
     #[serde(default)]
     filepaths: Option<Vec<IgnoredAny>>,
+    /// `beginShellCommand`'s and `endShellCommand`'s named files.
+    #[serde(default)]
+    targets: Option<Vec<IgnoredAny>>,
+    #[serde(default)]
+    mentioned: Option<Vec<IgnoredAny>>,
 }
 
-/// How many file paths a member's `params.filepaths` names; a member of any other shape names
-/// none here (its method refuses it on its own).
+/// How many file paths a member's `params.filepaths`, `targets` and `mentioned` name; a member
+/// of any other shape names none here (its method refuses it on its own).
 fn paths_in(member: &str) -> usize {
     serde_json::from_str::<ParamsOnly>(member)
         .ok()
-        .and_then(|m| m.params?.filepaths)
-        .map_or(0, |paths| paths.len())
+        .and_then(|m| m.params)
+        .map_or(0, |p| {
+            [p.filepaths, p.targets, p.mentioned]
+                .into_iter()
+                .flatten()
+                .map(|paths| paths.len())
+                .sum()
+        })
 }
 
 #[derive(Deserialize)]
@@ -334,6 +345,13 @@ mod tests {
         let message = error["error"]["message"].as_str().unwrap();
         assert!(message.contains("1500 file paths"), "{message}");
         assert!(message.contains("at most 1000 per request"), "{message}");
+        // A shell command's named files count too.
+        let paths: Vec<String> = (0..MAX_REQUEST_PATHS / 2 + 1)
+            .map(|i| format!("/f{i}"))
+            .collect();
+        let begin = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "beginShellCommand",
+            "params": {"sessionId": "s", "callId": "c", "targets": paths, "mentioned": paths}});
+        refusal(check(format!("[{begin}]").as_bytes()));
         // Members of other shapes count no paths; their methods refuse them.
         let odd = r#"[{"jsonrpc":"2.0","id":1,"method":"explain","params":["/a"]},
             {"jsonrpc":"2.0","id":2,"method":"explain","params":{"filepaths":"/a"}}, 7]"#;
