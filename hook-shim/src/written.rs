@@ -777,7 +777,17 @@ fn verify(
         before.extend_from_slice(&post[copied..]);
     }
     let patched = apply(&before, chunks)?;
-    if patched.lines[..patched.final_len()] != *post {
+    // Codex drops a file's final blank line (it pops one empty line before patching and adds
+    // none back); a file that still ends in blank lines was written by something else after
+    // it (or replayed from git), which moves no line the patch wrote.
+    fn trimmed<'l, 's>(lines: &'l [&'s str]) -> &'l [&'s str] {
+        let keep = lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(0, |i| i + 1);
+        &lines[..keep]
+    }
+    if trimmed(&patched.lines[..patched.final_len()]) != trimmed(post) {
         return None;
     }
     let mut expected: Vec<usize> = placed.iter().map(|&(_, start, _)| start).collect();
@@ -879,6 +889,25 @@ mod tests {
         let after = jobs().replace("val x2 = 2", "val two = 2");
         let written = written_on(codex_patch(patch, APPLIED), &[("/w/src/Jobs.kt", &after)]);
         assert_eq!(lines_of(&written, "/w/src/Jobs.kt"), Some(vec![[2, 2]]));
+    }
+
+    /// A file ending in a blank line (Codex itself would have dropped it; a formatter or a
+    /// replay from git keeps it) still gets its written lines (the relevance bench found 81
+    /// such edits left out).
+    #[test]
+    fn a_file_ending_in_a_blank_line_still_gets_its_written_lines() {
+        let patch = "*** Begin Patch\n*** Update File: src/A.kt\n@@\n val a = 1\n-val b = 2\n+val c = 3\n val z = 0\n*** End Patch\n";
+        for after in [
+            "val a = 1\nval c = 3\nval z = 0\n\n",
+            "val a = 1\nval c = 3\nval z = 0\n\n\n",
+        ] {
+            let written = written_on(codex_patch(patch, APPLIED), &[("/w/src/A.kt", after)]);
+            assert_eq!(
+                written.lines,
+                [("/w/src/A.kt".to_string(), vec![[2, 2]])],
+                "{after:?}"
+            );
+        }
     }
 
     #[test]
