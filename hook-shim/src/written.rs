@@ -408,6 +408,14 @@ fn update_lines(
     Some(FileLines::Content(applied.content(), lines))
 }
 
+/// The file an `*** Update File`'s chunks make of `before` as Codex 0.169 writes it, and the
+/// lines they write in it; `None` where Codex would fail (or this does not model it). For the
+/// check made before the patch is applied (`enforce`).
+pub(crate) fn codex_update(before: &str, chunks: &[Chunk]) -> Option<(String, Vec<[u64; 2]>)> {
+    let patched = apply(&codex_lines(before), chunks)?;
+    Some((patched.content(), patched.written()))
+}
+
 /// A file's lines as Codex's `apply_patch` sees them on Unix: split at each `\n`, without the
 /// empty piece after a final newline.
 fn codex_lines(text: &str) -> Vec<&str> {
@@ -439,7 +447,17 @@ fn agree(a: &str, b: &str, how: Strictness) -> bool {
         Strictness::Exact => a == b,
         Strictness::TrimEnd => a.trim_end() == b.trim_end(),
         Strictness::Trim => a.trim() == b.trim(),
-        Strictness::Normalised => normalise(a).eq(normalise(b)),
+        Strictness::Normalised => {
+            let (a, b) = (a.trim(), b.trim());
+            // Normalising changes only characters beyond ASCII, one for one: two ASCII lines
+            // agree exactly when they are equal (a length compare, then memcmp), which is most
+            // of a file's lines and most of a hook's time otherwise.
+            if a.is_ascii() && b.is_ascii() {
+                a == b
+            } else {
+                normalise(a).eq(normalise(b))
+            }
+        }
     }
 }
 
@@ -611,7 +629,7 @@ fn new_side_written<'a>(chunk: &Chunk<'a>) -> Vec<(&'a str, bool)> {
 
 /// The indices in `new` of a longest common subsequence of `old` and `new`; empty when the
 /// run is too large to compare (its `+` lines then all count as written).
-fn unchanged(old: &[&str], new: &[&str]) -> Vec<usize> {
+pub(crate) fn unchanged(old: &[&str], new: &[&str]) -> Vec<usize> {
     if old.len().saturating_mul(new.len()) > 1_000_000 {
         return Vec::new();
     }

@@ -15,6 +15,7 @@ mod cli_docs;
 mod codex_real;
 mod doctor;
 mod enforce;
+mod enforce_hook;
 mod faults;
 mod flags;
 mod gemini_real;
