@@ -9,50 +9,12 @@ use serde_json::{json, Value};
 
 use crate::harness::*;
 
-/// The block guideline: a password literal in Kotlin, where an edit writes it.
-const NO_PASSWORD: &str = "\
-id: no-plaintext-password
-scope:
-  languages: [kotlin]
-match:
-  in: changes
-  regex: {pattern: 'password\\s*=\\s*\"[^\"]+\"'}
-severity: block
-content: Never commit a password; read it from the secret store (secrets.get).
-";
-
-/// A file that already holds a password literal on line 2 (not this edit's doing).
-const DB_KT: &str =
-    "package db\nval legacy = password = \"old\"\nval user = \"app\"\nval timeout = 5\n";
-
-const BAD: &str = "val password = \"hunter2\"";
-const GOOD: &str = "val password = secrets.get(\"db\")";
-
-struct Scene {
-    _dir: tempfile::TempDir,
-    sidecar: Sidecar,
-    repo: std::path::PathBuf,
-    db: std::path::PathBuf,
-}
-
-fn scene() -> Scene {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("guidebook");
-    write_guideline(&root, "no-plaintext-password", NO_PASSWORD);
-    let sidecar = Sidecar::start(&root);
-    let repo = dir.path().join("app");
-    git_repo(&repo, Some("git@github.com:acme/app.git"));
-    let db = write_file(&repo, "src/Db.kt", DB_KT);
-    Scene {
-        _dir: dir,
-        sidecar,
-        repo,
-        db,
-    }
+fn scene() -> BlockScene {
+    BlockScene::new()
 }
 
 /// Each host's edit that puts `line` after `val user = "app"` in `src/Db.kt`.
-fn edits(scene: &Scene, line: &str) -> Vec<(&'static str, Value)> {
+fn edits(scene: &BlockScene, line: &str) -> Vec<(&'static str, Value)> {
     let cwd = scene.repo.display().to_string();
     let db = scene.db.display().to_string();
     let patch = format!(
@@ -143,20 +105,12 @@ fn deny_reason(stdout: &str) -> Option<String> {
 #[test]
 fn each_hosts_violating_edit_is_denied_with_the_guideline_and_the_line_and_the_fix_goes_through() {
     let scene = scene();
-    for (host, event) in edits(&scene, BAD) {
+    for (host, event) in edits(&scene, BAD_LINE) {
         let run = scene.sidecar.hook(&event);
         assert!(run.status.success(), "{host}: {}", run.stderr);
         let reason = deny_reason(&run.stdout)
             .unwrap_or_else(|| panic!("{host}: not denied: {} {}", run.stdout, run.stderr));
-        assert_eq!(
-            reason,
-            "Adaptive Guidebook blocked this edit (nothing was written): `src/Db.kt` line 4 \
-             breaks [no-plaintext-password]: Never commit a password; read it from the secret \
-             store (secrets.get).\n  > val password = \"hunter2\"\nChange the edit so the line \
-             no longer matches, or add `guidebook:allow no-plaintext-password` with a reason on \
-             or above the line.",
-            "{host}"
-        );
+        assert_eq!(reason, blocked_reason("src/Db.kt"), "{host}");
         assert_eq!(
             std::fs::read_to_string(&scene.db).unwrap(),
             DB_KT,
@@ -164,7 +118,7 @@ fn each_hosts_violating_edit_is_denied_with_the_guideline_and_the_line_and_the_f
         );
     }
     // The password already on line 2 is not the edit's: the corrected edit goes through.
-    for (host, event) in edits(&scene, GOOD) {
+    for (host, event) in edits(&scene, GOOD_LINE) {
         let run = scene.sidecar.hook(&event);
         assert!(run.status.success(), "{host}: {}", run.stderr);
         let expected = if host.starts_with("gemini") {
@@ -180,7 +134,7 @@ fn each_hosts_violating_edit_is_denied_with_the_guideline_and_the_line_and_the_f
 fn the_check_fails_open_when_no_sidecar_answers() {
     let scene = scene();
     let dead = scene.repo.join("nobody.sock");
-    for (host, event) in edits(&scene, BAD) {
+    for (host, event) in edits(&scene, BAD_LINE) {
         let run = run_shim(
             &event.to_string(),
             &[
@@ -213,7 +167,7 @@ fn a_halted_sessions_deny_wins_over_the_check() {
         );
     }
     assert_eq!(state["state"], "halt", "{state}");
-    let (_, event) = edits(&scene, BAD)
+    let (_, event) = edits(&scene, BAD_LINE)
         .into_iter()
         .find(|(host, _)| *host == "claude Edit")
         .unwrap();
