@@ -447,18 +447,15 @@ fn agree(a: &str, b: &str, how: Strictness) -> bool {
         Strictness::Exact => a == b,
         Strictness::TrimEnd => a.trim_end() == b.trim_end(),
         Strictness::Trim => a.trim() == b.trim(),
-        Strictness::Normalised => {
-            let (a, b) = (a.trim(), b.trim());
-            // Normalising changes only characters beyond ASCII, one for one: two ASCII lines
-            // agree exactly when they are equal (a length compare, then memcmp), which is most
-            // of a file's lines and most of a hook's time otherwise.
-            if a.is_ascii() && b.is_ascii() {
-                a == b
-            } else {
-                normalise(a).eq(normalise(b))
-            }
-        }
+        // Normalising changes only characters beyond ASCII: two ASCII lines agree exactly when
+        // they are equal once trimmed, most of a file's lines and most of a hook's time.
+        Strictness::Normalised => agree_trimmed(a.trim(), b.trim()),
     }
+}
+
+/// [`Strictness::Normalised`] agreement of two lines already trimmed.
+fn agree_trimmed(a: &str, b: &str) -> bool {
+    a == b || !(a.is_ascii() && b.is_ascii()) && normalise(a).eq(normalise(b))
 }
 
 /// Codex's last resort: typographic dashes, quotes and spaces as their ASCII kin, trimmed.
@@ -491,9 +488,17 @@ fn seek(lines: &[&str], pattern: &[&str], start: usize, eof: bool) -> Option<usi
     }
     let last = lines.len() - pattern.len();
     let from = if eof { last } else { start };
-    STRICTNESS
-        .iter()
-        .find_map(|&how| (from..=last).find(|&at| agrees_at(lines, at, pattern, how)))
+    // Each level's agreement implies the loosest one's: the places whose first line agrees
+    // normalised are the only candidates, found in one pass (mostly none) instead of four.
+    let candidates: Vec<usize> = (from..=last)
+        .filter(|&at| agree(lines[at], pattern[0], Strictness::Normalised))
+        .collect();
+    STRICTNESS.iter().find_map(|&how| {
+        candidates
+            .iter()
+            .copied()
+            .find(|&at| agrees_at(lines, at, pattern, how))
+    })
 }
 
 /// One chunk applied: where its new lines start in the new file, and which of them it wrote.
@@ -676,6 +681,7 @@ enum Located {
 /// Codex's algorithm ([`apply`]) turns back into `post`, with every chunk where it was placed.
 /// A chunk whose new side fits more than one place that way is [`Located::Unclear`].
 fn locate(post: &[&str], chunks: &[Chunk]) -> Located {
+    let trimmed_post: Vec<&str> = post.iter().map(|l| l.trim()).collect();
     let mut placed: Vec<(usize, usize, usize)> = Vec::new(); // (chunk, start, new len)
     let mut appended: Vec<usize> = Vec::new();
     let mut at = 0;
@@ -701,13 +707,26 @@ fn locate(post: &[&str], chunks: &[Chunk]) -> Located {
         }
         let last = post.len() - new.len();
         let from = if chunk.end_of_file { last } else { at };
-        let candidates: Vec<usize> = (from..=last)
-            .filter(|&q| agrees_at(post, q, &new, Strictness::Normalised))
-            .take(MAX_CANDIDATES + 1)
-            .collect();
+        // One pass over the file, its lines trimmed once: where the new side's first line
+        // agrees (loosely), then whether the whole new side does.
+        let first = new[0].trim();
+        let mut before_from = false;
+        let mut candidates: Vec<usize> = Vec::new();
+        for (q, line) in trimmed_post.iter().enumerate().take(last + 1) {
+            if !agree_trimmed(line, first) || !agrees_at(post, q, &new, Strictness::Normalised) {
+                continue;
+            }
+            if q < from {
+                before_from = true;
+            } else {
+                candidates.push(q);
+                if candidates.len() > MAX_CANDIDATES {
+                    break;
+                }
+            }
+        }
         if candidates.is_empty() {
-            let anywhere = (0..=last).any(|q| agrees_at(post, q, &new, Strictness::Normalised));
-            return if anywhere {
+            return if before_from {
                 Located::Unclear
             } else {
                 Located::Absent
