@@ -24,6 +24,8 @@ pub struct FileEvaluation {
     /// Matching guidelines (snapshot indices, ascending) with, when details were asked for, the
     /// first matching line and pattern.
     pub matches: Vec<GuidelineMatch>,
+    /// Guidelines that would have matched but for a `guidebook:allow` comment (ascending).
+    pub allowed: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -137,6 +139,7 @@ pub(crate) fn evaluate_content(
                 language,
                 skipped: Some(skip.clone()),
                 matches: Vec::new(),
+                allowed: Vec::new(),
             }
         }
     };
@@ -162,8 +165,8 @@ pub(crate) fn evaluate_content(
         None => Edit::lazy(since_commit),
     };
     let text = Text::new(bytes);
-    let matches = snapshot
-        .matching_in(&text, applicable, file_place, &edit)
+    let (matched, allowed) = snapshot.matching_allowed(&text, applicable, file_place, &edit);
+    let matches = matched
         .into_iter()
         .map(|g| GuidelineMatch {
             guideline: g,
@@ -183,6 +186,7 @@ pub(crate) fn evaluate_content(
         language,
         skipped: None,
         matches,
+        allowed,
     }
 }
 

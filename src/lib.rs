@@ -17,11 +17,14 @@
 //! - [`scan`]: the same evaluation over a whole repository, in parallel: a dry run for authors.
 //! - [`shell_writes`]: what an agent's shell command changed (pre-images of the files it names,
 //!   a watcher per repository) and the lines it wrote, for `endShellCommand`'s search.
+//! - [`review`]: the same evaluation over the files a git diff changed, on the lines it wrote:
+//!   a pull request, a commit about to be made, the working tree.
 //! - [`engine`]: what every handler shares (guidebook, packs, flags, stores), and a change's
 //!   files evaluated over the free cores.
 //! - [`evaluation`]: one file against a guideline snapshot: its repository, language, path and
 //!   the applicable guidelines that match it (on the lines the edit wrote, where asked).
 //! - [`changes`]: the lines a file's edit wrote when the caller did not say: `git diff HEAD`.
+//! - [`enforce`]: the `block` guidelines an edit about to be made would break (`checkEdit`).
 //! - [`guidebook`]: guideline files: load, validate, compile into an immutable
 //!   [`guidebook::GuidelineSnapshot`], hold it in `arc-swap`, reload it when files change; its
 //!   `matching` holds everything about patterns.
@@ -57,6 +60,7 @@ pub(crate) mod breaker;
 pub(crate) mod changes;
 pub mod cli;
 pub mod config;
+pub(crate) mod enforce;
 pub mod engine;
 pub(crate) mod evaluation;
 pub(crate) mod explain;
@@ -69,6 +73,7 @@ pub mod metrics;
 pub(crate) mod parallel;
 pub mod prompt;
 pub(crate) mod repo;
+pub(crate) mod review;
 pub mod rpc;
 pub(crate) mod sample;
 pub(crate) mod scan;

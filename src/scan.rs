@@ -34,6 +34,8 @@ pub struct GuidelineScan {
     pub hits: Vec<Hit>,
     /// `hits / files scanned`: how much of the codebase drags it in.
     pub share: f64,
+    /// Files where a `guidebook:allow` comment let all its matches through.
+    pub allowed: usize,
 }
 
 /// What a scan found.
@@ -66,6 +68,7 @@ pub fn scan(
     struct Found {
         hits: Vec<Vec<Hit>>,
         applicable: Vec<usize>,
+        allowed: Vec<usize>,
         repositories: BTreeMap<String, ()>,
         files: usize,
         skipped: usize,
@@ -74,6 +77,7 @@ pub fn scan(
     let found = Mutex::new(Found {
         hits: vec![Vec::new(); snapshot.guidelines.len()],
         applicable: vec![0; snapshot.guidelines.len()],
+        allowed: vec![0; snapshot.guidelines.len()],
         repositories: BTreeMap::new(),
         files: 0,
         skipped: 0,
@@ -115,6 +119,9 @@ pub fn scan(
                         *count += usize::from(applies);
                     }
                 }
+                for g in evaluation.allowed {
+                    found.allowed[g] += 1;
+                }
                 for m in evaluation.matches {
                     let (line, pattern) = m.first.unwrap_or((1, String::new()));
                     found.hits[m.guideline].push(Hit {
@@ -135,11 +142,13 @@ pub fn scan(
         .iter()
         .zip(found.hits)
         .zip(found.applicable)
-        .map(|((g, mut hits), applicable)| {
+        .zip(found.allowed)
+        .map(|(((g, mut hits), applicable), allowed)| {
             hits.sort_by(|a, b| a.path.cmp(&b.path));
             GuidelineScan {
                 id: g.id().to_string(),
                 applicable,
+                allowed,
                 share: if files == 0 {
                     0.0
                 } else {

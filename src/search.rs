@@ -69,6 +69,9 @@ pub fn search(
         for m in file.matches {
             matched[m.guideline] = true;
         }
+        for g in file.allowed {
+            engine.telemetry.allowed(snapshot.guidelines[g].id());
+        }
     }
     // Snapshot order is id order, so the candidates (and so the result) are sorted by id.
     let candidates: Vec<&str> = crate::guidebook::marked(&matched)

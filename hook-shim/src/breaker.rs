@@ -163,10 +163,29 @@ pub fn record_request(session_id: &str, errors: &[Diagnostic], id: u64) -> Strin
 
 /// One JSON-RPC batch: `isEnabled` (id 1) and `breakerStatus` (id 2).
 pub fn gate_request(session_id: &str) -> String {
-    batch(&[
+    batch(&gate_calls(session_id))
+}
+
+/// The gate's two calls, `isEnabled` and `breakerStatus`, to be sent first in a batch (ids 1
+/// and 2), as [`gate_verdict`] reads them; `enforce` adds its `checkEdit` after them.
+pub fn gate_calls(session_id: &str) -> [crate::protocol::Call; 2] {
+    [
         flag_call(session_id),
         SessionCall::breaker_status(session_id).call(),
-    ])
+    ]
+}
+
+/// The gate's verdict from a batch's results by id (`isEnabled` 1, `breakerStatus` 2): a deny
+/// when the flag is on and the session is halted, else nothing.
+pub fn gate_verdict(responses: &[(u64, Value)]) -> BreakerVerdict {
+    let by_id = |id: u64| responses.iter().find(|(i, _)| *i == id).map(|(_, r)| r);
+    if by_id(1).and_then(Value::as_bool) != Some(true) {
+        return BreakerVerdict::Nothing;
+    }
+    match by_id(2).map(state_and_reason) {
+        Some(("halt", reason)) => BreakerVerdict::Deny(reason),
+        _ => BreakerVerdict::Nothing,
+    }
 }
 
 /// Asks the sidecar what the breaker says about `action`. `send` posts one request body and
@@ -199,15 +218,7 @@ pub fn ask(
             let Some(body) = send(&gate_request(session_id)) else {
                 return BreakerVerdict::Nothing;
             };
-            let responses = batch_results(&body);
-            let by_id = |id: u64| responses.iter().find(|(i, _)| *i == id).map(|(_, r)| r);
-            if by_id(1).and_then(Value::as_bool) != Some(true) {
-                return BreakerVerdict::Nothing;
-            }
-            match by_id(2).map(state_and_reason) {
-                Some(("halt", reason)) => BreakerVerdict::Deny(reason),
-                _ => BreakerVerdict::Nothing,
-            }
+            gate_verdict(&batch_results(&body))
         }
     }
 }

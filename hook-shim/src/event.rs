@@ -58,6 +58,27 @@ pub struct ToolCall {
     /// `write_file`/`replace`) says about the lines it wrote; `None` for other tools (an
     /// `apply_patch`'s written lines come from its patch, in `written`).
     pub edit: Option<EditReport>,
+    /// What a file-editing tool was asked to write (its `tool_input`), for the check made
+    /// before the edit (`enforce`); `None` for other tools or when the input does not read.
+    pub request: Option<EditRequest>,
+}
+
+/// What a file-editing tool was asked to do to its file, as its `tool_input` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditRequest {
+    /// Write the whole file: Claude Code `Write`, Gemini CLI `write_file` (`content`).
+    Write(String),
+    /// Replace text, in order: Claude Code `Edit` (one) and `MultiEdit` (each of `edits`),
+    /// Gemini CLI `replace` (one).
+    Replace(Vec<Replacement>),
+}
+
+/// One replacement of an edit: `old` by `new`, once or (`all`) everywhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacement {
+    pub old: String,
+    pub new: String,
+    pub all: bool,
 }
 
 /// What a file-editing tool's event says about the lines its edit wrote, read by the host's
@@ -203,11 +224,20 @@ fn read_gemini(event: &Value) -> Option<HookEvent> {
         let edit = GEMINI_EDIT_TOOLS
             .contains(&tool)
             .then(|| gemini_edit(tool, input, event.get("tool_response")));
+        let request = input.and_then(|input| match tool {
+            "write_file" => Some(EditRequest::Write(str_field(input, "content")?.to_owned())),
+            "replace" => Some(EditRequest::Replace(vec![replacement(
+                input,
+                "allow_multiple",
+            )?])),
+            _ => None,
+        });
         ToolCall {
             name: tool.to_owned(),
             input: tool_input,
             output,
             edit,
+            request,
         }
     });
     Some(HookEvent {
@@ -280,6 +310,9 @@ fn read_codex_or_claude(event: &Value) -> Option<HookEvent> {
                 event.get("tool_response"),
             )
         }),
+        request: event
+            .get("tool_input")
+            .and_then(|input| claude_request(tool, input)),
     });
     Some(HookEvent {
         host,
@@ -287,6 +320,37 @@ fn read_codex_or_claude(event: &Value) -> Option<HookEvent> {
         session_id: session_id.to_owned(),
         cwd: str_field(event, "cwd").map(str::to_owned),
         tool,
+    })
+}
+
+/// What Claude Code's `Write` (`content`), `Edit` (`old_string`, `new_string`, `replace_all`)
+/// or `MultiEdit` (`edits`, each of those three) was asked to do; `None` when the input does not
+/// read as that (a `MultiEdit` with no edit among them).
+fn claude_request(tool: &str, input: &Value) -> Option<EditRequest> {
+    match tool {
+        "Write" => Some(EditRequest::Write(str_field(input, "content")?.to_owned())),
+        "Edit" => Some(EditRequest::Replace(vec![replacement(
+            input,
+            "replace_all",
+        )?])),
+        "MultiEdit" => {
+            let edits = input.get("edits")?.as_array()?;
+            let replacements = edits
+                .iter()
+                .map(|edit| replacement(edit, "replace_all"))
+                .collect::<Option<Vec<_>>>()?;
+            (!replacements.is_empty()).then_some(EditRequest::Replace(replacements))
+        }
+        _ => None,
+    }
+}
+
+/// One `old_string` → `new_string` replacement, everywhere when `all_key` is `true`.
+fn replacement(input: &Value, all_key: &str) -> Option<Replacement> {
+    Some(Replacement {
+        old: str_field(input, "old_string")?.to_owned(),
+        new: str_field(input, "new_string")?.to_owned(),
+        all: input.get(all_key) == Some(&Value::Bool(true)),
     })
 }
 

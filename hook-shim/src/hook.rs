@@ -14,11 +14,13 @@ use serde_json::Value;
 
 use crate::breaker::{self, BreakerAction, BreakerVerdict};
 use crate::client::ClientError;
+use crate::enforce::{self, EditCheck};
 use crate::event::HookEvent;
 use crate::guard::{self, Protected};
 use crate::output::{render_hook, Shape};
 use crate::plan::{plan_event, Action};
 use crate::protocol::parse_response;
+use crate::written::read_capped;
 
 /// How the hook reaches the sidecar: one JSON-RPC exchange per call.
 pub trait SidecarLink {
@@ -48,6 +50,9 @@ pub struct HookPlan {
     /// The reason to deny a tool call that would lift the agent's own guardrails: decided
     /// here, without the sidecar, and before anything is asked of it.
     pub guard: Option<String>,
+    /// The `severity: block` check of an edit about to be written (`PreToolUse`): asked in the
+    /// same round trip as the breaker's gate, whose deny wins.
+    pub check: Option<EditCheck>,
 }
 
 impl HookPlan {
@@ -73,11 +78,13 @@ impl HookPlan {
                 action: Action::Nothing,
                 breaker: None,
                 guard: Some(reason),
+                check: None,
             });
         }
         let action = plan_event(&event);
         let breaker = breaker::plan_event(&event);
-        if action == Action::Nothing && breaker.is_none() {
+        let check = enforce::plan_check(&event, &mut read_capped);
+        if action == Action::Nothing && breaker.is_none() && check.is_none() {
             None
         } else {
             Some(HookPlan {
@@ -85,6 +92,7 @@ impl HookPlan {
                 action,
                 breaker,
                 guard: None,
+                check,
             })
         }
     }
@@ -96,6 +104,10 @@ impl HookPlan {
         if let Some(reason) = &self.guard {
             let deny = BreakerVerdict::Deny(reason.clone());
             return render_hook(self.shape, &Action::Nothing, None, &deny);
+        }
+        if let Some(check) = &self.check {
+            let verdict = enforce::ask(check, self.breaker.as_ref(), link);
+            return render_hook(self.shape, &Action::Nothing, None, &verdict);
         }
         let search = match self.action {
             Action::Nothing => None,

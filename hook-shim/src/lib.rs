@@ -22,6 +22,8 @@
 //! - [`checks`]: ruff and pyright runs in a shell command, and their diagnostics in its output.
 //! - [`breaker`]: the circuit breaker's hook: a check run for `recordError`, the `PreToolUse`
 //!   gate of a halted session.
+//! - [`enforce`]: the check before an edit is written: each host's edit rebuilt as the file it
+//!   would leave, asked of `checkEdit`; a `severity: block` hit denies the edit.
 //! - [`guard`]: the agent cannot lift its own guardrails: a `PreToolUse` that would reset the
 //!   breaker, change flags or hooks, or touch the sidecar's files is denied, sidecar unasked.
 //! - [`hook`]: [`hook::handle_event`], the whole hook over a [`hook::SidecarLink`]: read, plan,
@@ -34,7 +36,8 @@
 //! The binary adds `src/main.rs` (arguments, environment, stdin, stdout).
 //!
 //! **Invariant:** nothing in this library but `client`, `autostart` and the edited files' reader
-//! ([`written::read_capped`], which [`plan_event`] hands to [`plan_event_with`]) performs I/O,
+//! ([`written::read_capped`], which [`plan_event`] hands to [`plan_event_with`] and
+//! [`hook::HookPlan::of`] to [`enforce::plan_check`]) performs I/O,
 //! and only `autostart` reads the environment (to find the `guidebook` binary), so every
 //! decision the hook makes can be tested from JSON and file texts alone.
 
@@ -42,6 +45,7 @@ pub mod autostart;
 pub mod breaker;
 pub mod checks;
 pub mod client;
+pub mod enforce;
 pub mod event;
 pub mod guard;
 pub mod hook;

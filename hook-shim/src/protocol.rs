@@ -34,10 +34,11 @@ pub mod method {
     pub const AB_ASSIGN: &str = "abAssign";
     pub const BEGIN_SHELL_COMMAND: &str = "beginShellCommand";
     pub const END_SHELL_COMMAND: &str = "endShellCommand";
+    pub const CHECK_EDIT: &str = "checkEdit";
     pub const DISCOVER: &str = "rpc.discover";
 
     /// All of them, in the order the OpenRPC document lists them.
-    pub const ALL: [&str; 18] = [
+    pub const ALL: [&str; 19] = [
         SEARCH,
         EXPLAIN,
         RESET_SESSION,
@@ -55,6 +56,7 @@ pub mod method {
         AB_ASSIGN,
         BEGIN_SHELL_COMMAND,
         END_SHELL_COMMAND,
+        CHECK_EDIT,
         DISCOVER,
     ];
 }
@@ -197,20 +199,7 @@ impl Search {
             .put("filepaths", self.filepaths.as_slice())
             .opt("deadlineMs", self.deadline_ms)
             .opt("maxTokens", self.max_tokens);
-        if !self.written.is_empty() {
-            let ranges = self.written.iter().map(|(path, ranges)| {
-                let ranges: Vec<Value> = ranges.iter().map(|r| Value::from(r.to_vec())).collect();
-                (path.as_str(), Value::from(ranges))
-            });
-            members = members.put_raw("written", &object(ranges));
-        }
-        if !self.contents.is_empty() {
-            let contents = self
-                .contents
-                .iter()
-                .map(|(path, content)| (path.as_str(), Value::from(content.as_str())));
-            members = members.put_raw("contents", &object(contents));
-        }
+        members = edit_members(members, &self.written, &self.contents);
         members.call(method::SEARCH)
     }
 }
@@ -263,6 +252,49 @@ impl EndShellCommand {
             .opt("deadlineMs", self.deadline_ms)
             .opt("maxTokens", self.max_tokens)
             .call(method::END_SHELL_COMMAND)
+    }
+}
+
+/// `written` and `contents`, each left out when empty.
+fn edit_members(
+    mut members: Members,
+    written: &[(String, Vec<[u64; 2]>)],
+    contents: &[(String, String)],
+) -> Members {
+    if !written.is_empty() {
+        let ranges = written.iter().map(|(path, ranges)| {
+            let ranges: Vec<Value> = ranges.iter().map(|r| Value::from(r.to_vec())).collect();
+            (path.as_str(), Value::from(ranges))
+        });
+        members = members.put_raw("written", &object(ranges));
+    }
+    if !contents.is_empty() {
+        let contents = contents
+            .iter()
+            .map(|(path, content)| (path.as_str(), Value::from(content.as_str())));
+        members = members.put_raw("contents", &object(contents));
+    }
+    members
+}
+
+/// `checkEdit`: the `block` guidelines an edit about to be made would break, the files given
+/// as they would be after it (`contents`), with the lines it would write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckEdit {
+    pub session_id: String,
+    pub filepaths: Vec<String>,
+    pub deadline_ms: Option<u64>,
+    pub written: Vec<(String, Vec<[u64; 2]>)>,
+    pub contents: Vec<(String, String)>,
+}
+
+impl CheckEdit {
+    pub fn call(&self) -> Call {
+        let members = Members::new()
+            .put("sessionId", self.session_id.as_str())
+            .put("filepaths", self.filepaths.as_slice())
+            .opt("deadlineMs", self.deadline_ms);
+        edit_members(members, &self.written, &self.contents).call(method::CHECK_EDIT)
     }
 }
 

@@ -408,6 +408,14 @@ fn update_lines(
     Some(FileLines::Content(applied.content(), lines))
 }
 
+/// The file an `*** Update File`'s chunks make of `before` as Codex 0.169 writes it, and the
+/// lines they write in it; `None` where Codex would fail (or this does not model it). For the
+/// check made before the patch is applied (`enforce`).
+pub(crate) fn codex_update(before: &str, chunks: &[Chunk]) -> Option<(String, Vec<[u64; 2]>)> {
+    let patched = apply(&codex_lines(before), chunks)?;
+    Some((patched.content(), patched.written()))
+}
+
 /// A file's lines as Codex's `apply_patch` sees them on Unix: split at each `\n`, without the
 /// empty piece after a final newline.
 fn codex_lines(text: &str) -> Vec<&str> {
@@ -439,8 +447,15 @@ fn agree(a: &str, b: &str, how: Strictness) -> bool {
         Strictness::Exact => a == b,
         Strictness::TrimEnd => a.trim_end() == b.trim_end(),
         Strictness::Trim => a.trim() == b.trim(),
-        Strictness::Normalised => normalise(a).eq(normalise(b)),
+        // Normalising changes only characters beyond ASCII: two ASCII lines agree exactly when
+        // they are equal once trimmed, most of a file's lines and most of a hook's time.
+        Strictness::Normalised => agree_trimmed(a.trim(), b.trim()),
     }
+}
+
+/// [`Strictness::Normalised`] agreement of two lines already trimmed.
+fn agree_trimmed(a: &str, b: &str) -> bool {
+    a == b || !(a.is_ascii() && b.is_ascii()) && normalise(a).eq(normalise(b))
 }
 
 /// Codex's last resort: typographic dashes, quotes and spaces as their ASCII kin, trimmed.
@@ -473,9 +488,17 @@ fn seek(lines: &[&str], pattern: &[&str], start: usize, eof: bool) -> Option<usi
     }
     let last = lines.len() - pattern.len();
     let from = if eof { last } else { start };
-    STRICTNESS
-        .iter()
-        .find_map(|&how| (from..=last).find(|&at| agrees_at(lines, at, pattern, how)))
+    // Each level's agreement implies the loosest one's: the places whose first line agrees
+    // normalised are the only candidates, found in one pass (mostly none) instead of four.
+    let candidates: Vec<usize> = (from..=last)
+        .filter(|&at| agree(lines[at], pattern[0], Strictness::Normalised))
+        .collect();
+    STRICTNESS.iter().find_map(|&how| {
+        candidates
+            .iter()
+            .copied()
+            .find(|&at| agrees_at(lines, at, pattern, how))
+    })
 }
 
 /// One chunk applied: where its new lines start in the new file, and which of them it wrote.
@@ -611,7 +634,7 @@ fn new_side_written<'a>(chunk: &Chunk<'a>) -> Vec<(&'a str, bool)> {
 
 /// The indices in `new` of a longest common subsequence of `old` and `new`; empty when the
 /// run is too large to compare (its `+` lines then all count as written).
-fn unchanged(old: &[&str], new: &[&str]) -> Vec<usize> {
+pub(crate) fn unchanged(old: &[&str], new: &[&str]) -> Vec<usize> {
     if old.len().saturating_mul(new.len()) > 1_000_000 {
         return Vec::new();
     }
@@ -658,6 +681,7 @@ enum Located {
 /// Codex's algorithm ([`apply`]) turns back into `post`, with every chunk where it was placed.
 /// A chunk whose new side fits more than one place that way is [`Located::Unclear`].
 fn locate(post: &[&str], chunks: &[Chunk]) -> Located {
+    let trimmed_post: Vec<&str> = post.iter().map(|l| l.trim()).collect();
     let mut placed: Vec<(usize, usize, usize)> = Vec::new(); // (chunk, start, new len)
     let mut appended: Vec<usize> = Vec::new();
     let mut at = 0;
@@ -683,13 +707,26 @@ fn locate(post: &[&str], chunks: &[Chunk]) -> Located {
         }
         let last = post.len() - new.len();
         let from = if chunk.end_of_file { last } else { at };
-        let candidates: Vec<usize> = (from..=last)
-            .filter(|&q| agrees_at(post, q, &new, Strictness::Normalised))
-            .take(MAX_CANDIDATES + 1)
-            .collect();
+        // One pass over the file, its lines trimmed once: where the new side's first line
+        // agrees (loosely), then whether the whole new side does.
+        let first = new[0].trim();
+        let mut before_from = false;
+        let mut candidates: Vec<usize> = Vec::new();
+        for (q, line) in trimmed_post.iter().enumerate().take(last + 1) {
+            if !agree_trimmed(line, first) || !agrees_at(post, q, &new, Strictness::Normalised) {
+                continue;
+            }
+            if q < from {
+                before_from = true;
+            } else {
+                candidates.push(q);
+                if candidates.len() > MAX_CANDIDATES {
+                    break;
+                }
+            }
+        }
         if candidates.is_empty() {
-            let anywhere = (0..=last).any(|q| agrees_at(post, q, &new, Strictness::Normalised));
-            return if anywhere {
+            return if before_from {
                 Located::Unclear
             } else {
                 Located::Absent
@@ -777,7 +814,17 @@ fn verify(
         before.extend_from_slice(&post[copied..]);
     }
     let patched = apply(&before, chunks)?;
-    if patched.lines[..patched.final_len()] != *post {
+    // Codex drops a file's final blank line (it pops one empty line before patching and adds
+    // none back); a file that still ends in blank lines was written by something else after
+    // it (or replayed from git), which moves no line the patch wrote.
+    fn trimmed<'l, 's>(lines: &'l [&'s str]) -> &'l [&'s str] {
+        let keep = lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(0, |i| i + 1);
+        &lines[..keep]
+    }
+    if trimmed(&patched.lines[..patched.final_len()]) != trimmed(post) {
         return None;
     }
     let mut expected: Vec<usize> = placed.iter().map(|&(_, start, _)| start).collect();
@@ -879,6 +926,25 @@ mod tests {
         let after = jobs().replace("val x2 = 2", "val two = 2");
         let written = written_on(codex_patch(patch, APPLIED), &[("/w/src/Jobs.kt", &after)]);
         assert_eq!(lines_of(&written, "/w/src/Jobs.kt"), Some(vec![[2, 2]]));
+    }
+
+    /// A file ending in a blank line (Codex itself would have dropped it; a formatter or a
+    /// replay from git keeps it) still gets its written lines (the relevance bench found 81
+    /// such edits left out).
+    #[test]
+    fn a_file_ending_in_a_blank_line_still_gets_its_written_lines() {
+        let patch = "*** Begin Patch\n*** Update File: src/A.kt\n@@\n val a = 1\n-val b = 2\n+val c = 3\n val z = 0\n*** End Patch\n";
+        for after in [
+            "val a = 1\nval c = 3\nval z = 0\n\n",
+            "val a = 1\nval c = 3\nval z = 0\n\n\n",
+        ] {
+            let written = written_on(codex_patch(patch, APPLIED), &[("/w/src/A.kt", after)]);
+            assert_eq!(
+                written.lines,
+                [("/w/src/A.kt".to_string(), vec![[2, 2]])],
+                "{after:?}"
+            );
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod mcp;
 mod metrics;
 mod new;
 mod prompt;
+mod review;
 mod scan;
 mod search;
 mod serve;
@@ -81,6 +82,27 @@ pub enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Review a git diff's changed files with the guidelines, as the edit hook would: a pull
+    /// request (--base), the commit about to be made (--staged) or the working tree. Exit 1
+    /// when a `block` guideline fires, 2 when the review cannot be made.
+    Review {
+        /// Compare from the merge base of REV and --head to --head, as a pull request shows
+        /// it (e.g. origin/main); the files are read from --head, not the working tree.
+        #[arg(long, value_name = "REV", conflicts_with = "staged")]
+        base: Option<String>,
+        /// The pull request's head commit (default: HEAD); needs --base.
+        #[arg(long, value_name = "REV", requires = "base")]
+        head: Option<String>,
+        /// Review the index against HEAD: the commit about to be made.
+        #[arg(long)]
+        staged: bool,
+        /// text (path:line: id [severity] message), json, or sarif (SARIF 2.1.0).
+        #[arg(long, value_enum, default_value_t = review::ReviewFormat::Text)]
+        format: review::ReviewFormat,
+        /// A directory of the repository to review (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        repo: Option<PathBuf>,
     },
     /// Write a new guideline skeleton (with examples) under the guidebook root.
     New {
@@ -311,6 +333,22 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Check { dir } => Ok(check::run(&settings, dir)),
         Command::Test { dir, json } => Ok(test::run(&settings, dir, json)),
         Command::Scan { repo, json } => scan::run(&settings, repo, json),
+        Command::Review {
+            base,
+            head,
+            staged,
+            format,
+            repo,
+        } => review::run(
+            &settings,
+            review::ReviewArgs {
+                base,
+                head,
+                staged,
+                format,
+                repo,
+            },
+        ),
         Command::New { id, language } => new::run(&settings, &id, language.as_deref()),
         Command::Explain {
             session,

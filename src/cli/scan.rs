@@ -36,6 +36,8 @@ struct JsonGuideline<'a> {
     files: usize,
     applicable: usize,
     share: f64,
+    /// Files where a `guidebook:allow` comment let its matches through.
+    allowed: usize,
     hits: Vec<JsonHit<'a>>,
 }
 
@@ -97,6 +99,7 @@ fn to_json(report: &ScanReport) -> String {
                 files: g.hits.len(),
                 applicable: g.applicable,
                 share: g.share,
+                allowed: g.allowed,
                 hits: g
                     .hits
                     .iter()
@@ -140,6 +143,15 @@ fn to_text(report: &ScanReport) -> String {
             g.applicable,
             g.id
         ));
+    }
+    for g in report.guidelines.iter().filter(|g| g.allowed > 0) {
+        out.push_str(&format!(
+            "\n{} is allowed by guidebook:allow in {} file(s)",
+            g.id, g.allowed
+        ));
+    }
+    if report.guidelines.iter().any(|g| g.allowed > 0) {
+        out.push('\n');
     }
     for g in report.guidelines.iter().filter(|g| !g.hits.is_empty()) {
         out.push_str(&format!("\n{} fires on {} file(s):\n", g.id, g.hits.len()));

@@ -64,7 +64,7 @@ impl CompiledGuideline {
             .leaves()
             .into_iter()
             .map(|(pattern, within, negated)| {
-                let at = self.leaf(pattern, within, text, edit);
+                let at = self.leaf(pattern, within, text, edit, true);
                 LeafOutcome {
                     pattern,
                     within,
@@ -82,16 +82,20 @@ impl CompiledGuideline {
         within: Within,
         text: &Text<'_>,
         edit: &Edit<'_>,
+        honour_allows: bool,
     ) -> Option<(usize, usize)> {
         let regex = self.regexes().get(pattern)?.as_ref()?;
-        leaf_line(regex, within, text, edit)
+        let id = self.id();
+        let allowed_for = (honour_allows && text.allows().names(id)).then_some(id);
+        leaf_line(regex, within, text, edit, allowed_for)
     }
 
-    /// Whether its condition holds in `text`.
-    fn holds(&self, text: &Text<'_>, edit: &Edit<'_>) -> bool {
+    /// Whether its condition holds in `text` (`honour_allows`: the matches its
+    /// `guidebook:allow` comments allow do not count).
+    fn holds(&self, text: &Text<'_>, edit: &Edit<'_>, honour_allows: bool) -> bool {
         self.guideline
             .condition
-            .holds(&mut |p, within| self.leaf(p, within, text, edit).is_some())
+            .holds(&mut |p, within| self.leaf(p, within, text, edit, honour_allows).is_some())
     }
 }
 
@@ -320,6 +324,18 @@ impl GuidelineSnapshot {
         place: FilePlace<'_>,
         edit: &Edit<'_>,
     ) -> Vec<usize> {
+        self.matching_allowed(text, applicable, place, edit).0
+    }
+
+    /// [`Self::matching_in`], and the guidelines that would have matched but for a
+    /// `guidebook:allow` comment (a match on the comment's line or the next does not count).
+    pub fn matching_allowed(
+        &self,
+        text: &Text<'_>,
+        applicable: &Applicability,
+        place: FilePlace<'_>,
+        edit: &Edit<'_>,
+    ) -> (Vec<usize>, Vec<usize>) {
         let scoped;
         let applicable = match place {
             FilePlace::Unchecked => applicable,
@@ -334,7 +350,7 @@ impl GuidelineSnapshot {
             }
         };
         if !applicable.iter().any(|a| *a) {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let mut hit = vec![false; self.guidelines.len()];
         self.matcher.mark_matches(text.bytes, applicable, &mut hit);
@@ -342,11 +358,22 @@ impl GuidelineSnapshot {
             hit[g as usize] |= applicable[g as usize];
         }
         let mut found = marked(&hit);
+        let mut allowed = Vec::new();
+        // A file with `guidebook:allow` comments: the guidelines they name are evaluated leaf by
+        // leaf, with and without the allowances.
+        let allows = text.allows();
         found.retain(|&g| {
             let c = &self.guidelines[g];
-            c.plain || c.holds(text, edit)
+            if allows.is_empty() || !allows.names(c.id()) {
+                return c.plain || c.holds(text, edit, false);
+            }
+            let held = c.holds(text, edit, true);
+            if !held && (c.plain || c.holds(text, edit, false)) {
+                allowed.push(g);
+            }
+            held
         });
-        found
+        (found, allowed)
     }
 
     /// Whether `scope.paths` of guideline `g` takes in the file at `relative`.

@@ -91,7 +91,25 @@ pub struct Telemetry {
     prompt_tokens: [AtomicU64; 3],
     /// (group, result) → count; the group is `none` for a task outside the A/B test.
     qc: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// Guideline id → matches a `guidebook:allow` comment let through, in searched files.
+    allowances: Mutex<BTreeMap<String, u64>>,
+    /// Guideline id → edits `checkEdit` refused for it.
+    blocked: Mutex<BTreeMap<String, u64>>,
 }
+
+/// One more for `id` in `map`, up to [`ALLOWANCE_IDS`] distinct ids.
+fn count_by_id(map: &Mutex<BTreeMap<String, u64>>, id: &str) {
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = map.get_mut(id) {
+        *n += 1;
+    } else if map.len() < ALLOWANCE_IDS {
+        map.insert(id.to_string(), 1);
+    }
+}
+
+/// The most guidelines whose allowances (and refusals) are counted apart (ids are few in practice; a bound
+/// keeps a stream of made-up ids from growing the map).
+const ALLOWANCE_IDS: usize = 10_000;
 
 impl Telemetry {
     /// One hook request served, and how long its handler took.
@@ -104,6 +122,16 @@ impl Telemetry {
     pub fn search(&self, took: Duration, presented: usize) {
         self.search_seconds.observe(took);
         self.presented.fetch_add(presented as u64, Relaxed);
+    }
+
+    /// A guideline whose match in a searched file a `guidebook:allow` comment let through.
+    pub fn allowed(&self, id: &str) {
+        count_by_id(&self.allowances, id);
+    }
+
+    /// An edit `checkEdit` refused because of guideline `id`.
+    pub fn edit_blocked(&self, id: &str) {
+        count_by_id(&self.blocked, id);
     }
 
     /// A breaker verdict by name (`continue`, `warning`, `halt`).
@@ -180,6 +208,37 @@ impl Telemetry {
             "guidebook_guidelines_presented_total {}",
             self.presented.load(Relaxed)
         );
+        family(
+            &mut out,
+            "guidebook_allowances",
+            "counter",
+            "Matches a `guidebook:allow` comment let through in searched files, by guideline.",
+        );
+        for (id, n) in self
+            .allowances
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            let _ = writeln!(out, "guidebook_allowances_total{{guideline=\"{id}\"}} {n}");
+        }
+        family(
+            &mut out,
+            "guidebook_edits_blocked",
+            "counter",
+            "Edits checkEdit refused before they were written, by block guideline.",
+        );
+        for (id, n) in self
+            .blocked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "guidebook_edits_blocked_total{{guideline=\"{id}\"}} {n}"
+            );
+        }
         family(
             &mut out,
             "guidebook_breaker_verdicts",

@@ -6,6 +6,7 @@ pub mod ab_assign;
 pub mod begin_shell_command;
 pub mod breaker_status;
 pub mod build_prompt;
+pub mod check_edit;
 pub mod discover;
 pub mod end_shell_command;
 pub mod errors;
@@ -45,6 +46,7 @@ pub fn module(engine: Arc<Engine>) -> RpcModule<Engine> {
     let mut m = RpcModule::from_arc(engine);
     blocking(&mut m, method::SEARCH, search::handle);
     blocking(&mut m, method::EXPLAIN, explain::handle);
+    blocking(&mut m, method::CHECK_EDIT, check_edit::handle);
     blocking(&mut m, method::RESET_SESSION, |e, p, _| {
         reset_session::handle(e, p)
     });

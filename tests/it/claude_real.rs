@@ -539,3 +539,62 @@ fn a_claude_code_edit_shows_an_in_changes_guideline_only_for_the_lines_it_wrote(
     assert_eq!(shown(&turns[2]), 0, "line 10 has no Thread.sleep(");
     assert_eq!(shown(&turns[3]), 1, "line 11 does");
 }
+
+/// Issue 40 with the real Claude Code: the model's `Edit` adds a password literal that a
+/// `severity: block` guideline forbids. Our `PreToolUse` denies it (the file on disk
+/// unchanged), the model's next request carries the reason (the guideline, its content and the
+/// line), and its corrected `Edit` goes through and is written.
+#[test]
+fn a_claude_code_edit_that_breaks_a_block_guideline_is_denied_and_the_corrected_one_is_written() {
+    let BlockScene {
+        dir: _dir,
+        sidecar,
+        repo,
+        db,
+        home,
+    } = BlockScene::new();
+    install_shim_hooks(&home, "--claude");
+    let user = "val user = \"app\"\n";
+    let edit = |line: &str| {
+        (
+            "Edit",
+            json!({"file_path": db.display().to_string(), "old_string": user,
+                "new_string": format!("{user}{line}\n")}),
+        )
+    };
+    // Claude Code edits only a file it has read.
+    let mock = MockMessages::start(vec![
+        ("Read", json!({"file_path": db.display().to_string()})),
+        edit(BAD_LINE),
+        edit(GOOD_LINE),
+    ]);
+    let out = claude(
+        &home,
+        &repo,
+        &mock,
+        &sidecar.socket,
+        "connect to the database",
+        &[],
+    );
+    let said = printed(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&db).unwrap(),
+        db_with(GOOD_LINE),
+        "the corrected edit, made to the unchanged file: {said}"
+    );
+    let turns = mock.turns();
+    assert_eq!(turns.len(), 4, "read, edit, edit, done: {said}");
+    let reason = Value::from(blocked_reason("src/Db.kt")).to_string();
+    let carries = |turn: &Value| {
+        turn["messages"]
+            .to_string()
+            .contains(reason.trim_matches('"'))
+    };
+    assert!(!carries(&turns[1]));
+    assert!(
+        carries(&turns[2]),
+        "the next request carries the reason: {}",
+        turns[2]["messages"]
+    );
+}

@@ -771,3 +771,60 @@ fn a_codex_update_shows_an_in_changes_guideline_only_for_the_lines_it_wrote() {
     }
     assert_eq!(at_post_tool_use, [first, second]);
 }
+
+/// Issue 40 with the real Codex: the model's `apply_patch` adds a password literal that a
+/// `severity: block` guideline forbids. Our `PreToolUse` denies it before it is applied (the
+/// file on disk unchanged), the model's next request carries the reason (the guideline, its
+/// content and the line), and its corrected patch, made against the unchanged file, goes
+/// through and is written. The password already on line 2 was not written by either patch.
+#[test]
+fn a_codex_patch_that_breaks_a_block_guideline_is_denied_and_the_corrected_one_is_written() {
+    let BlockScene {
+        dir: _dir,
+        sidecar,
+        repo,
+        db,
+        home,
+    } = BlockScene::new();
+    let patch = |line: &str| {
+        format!(
+            "*** Begin Patch\n*** Update File: src/Db.kt\n@@\n val user = \"app\"\n+{line}\n val timeout = 5\n*** End Patch\n"
+        )
+    };
+    let mock = MockResponses::start(vec![
+        apply_patch_call("1", &patch(BAD_LINE)),
+        apply_patch_call("2", &patch(GOOD_LINE)),
+    ]);
+    codex_user(&home, &mock, true);
+    let out = codex_exec(&home, &repo, &sidecar.socket, "connect to the database");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&db).unwrap(),
+        db_with(GOOD_LINE),
+        "the corrected patch applied to the unchanged file: {said}"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "patch, patch, message: {said}");
+    let output_of = |request: &Value, call: &str| -> String {
+        request["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["call_id"] == call && item["type"] == "custom_tool_call_output")
+            .map(|item| item["output"].to_string())
+            .unwrap_or_else(|| panic!("no output of {call} in {request}"))
+    };
+    let denied = output_of(&requests[1], "call_1");
+    let reason = Value::from(blocked_reason("src/Db.kt")).to_string();
+    assert!(
+        denied.contains("Command blocked by PreToolUse hook")
+            && denied.contains(reason.trim_matches('"')),
+        "the next request carries the reason: {denied}"
+    );
+    let applied = output_of(&requests[2], "call_2");
+    assert!(
+        !applied.contains("blocked") && applied.contains("src/Db.kt"),
+        "{applied}"
+    );
+}

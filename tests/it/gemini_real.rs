@@ -408,3 +408,57 @@ fn a_gemini_cli_replace_shows_an_in_changes_guideline_only_for_the_lines_it_wrot
     assert_eq!(shown(&turns[1]), 0, "line 10 has no Thread.sleep(");
     assert_eq!(shown(&turns[2]), 1, "line 11 does");
 }
+
+/// Issue 40 with the real Gemini CLI: the model's `replace` adds a password literal that a
+/// `severity: block` guideline forbids. Our `BeforeTool` denies it (the file on disk
+/// unchanged), the model's next request carries the reason (the guideline, its content and the
+/// line), and its corrected `replace` goes through and is written.
+#[test]
+fn a_gemini_cli_replace_that_breaks_a_block_guideline_is_denied_and_the_corrected_one_is_written() {
+    let BlockScene {
+        dir: _dir,
+        sidecar,
+        repo,
+        db,
+        home,
+    } = BlockScene::new();
+    gemini_api_user(&home);
+    install_shim_hooks(&home, "--gemini");
+    let user = "val user = \"app\"\n";
+    let replace = |line: &str| {
+        (
+            "replace",
+            json!({"file_path": db.display().to_string(), "old_string": user,
+                "new_string": format!("{user}{line}\n"), "instruction": "Add the password."}),
+        )
+    };
+    let mock = MockGemini::start(vec![replace(BAD_LINE), replace(GOOD_LINE)]);
+    let out = gemini(
+        &home,
+        &repo,
+        &mock,
+        &sidecar.socket,
+        "connect to the database",
+    );
+    let said = printed(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&db).unwrap(),
+        db_with(GOOD_LINE),
+        "the corrected replace, made to the unchanged file: {said}"
+    );
+    let turns = mock.turns();
+    assert_eq!(turns.len(), 3, "replace, replace, done: {said}");
+    let reason = Value::from(blocked_reason("src/Db.kt")).to_string();
+    let carries = |turn: &Value| {
+        turn["contents"]
+            .to_string()
+            .contains(reason.trim_matches('"'))
+    };
+    assert!(!carries(&turns[0]));
+    assert!(
+        carries(&turns[1]),
+        "the next request carries the reason: {}",
+        turns[1]["contents"]
+    );
+}

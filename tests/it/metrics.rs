@@ -573,7 +573,7 @@ fn ab_groups_follow_the_rollout_stick_and_the_report_judges_them() {
 }
 
 /// A port nothing listens on right now.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -582,7 +582,7 @@ fn free_port() -> u16 {
 }
 
 /// `GET path` on 127.0.0.1:port; the status and body, or `None` if nothing answers.
-fn http_get(port: u16, path: &str) -> Option<(u16, String, String)> {
+pub(crate) fn http_get(port: u16, path: &str) -> Option<(u16, String, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(

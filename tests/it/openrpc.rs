@@ -16,7 +16,7 @@ use crate::harness::*;
 /// Where the tests register the OpenRPC document so that schemas can `$ref` into it.
 const DOCUMENT_URI: &str = "https://guidebook.invalid/openrpc.json";
 
-fn document() -> Value {
+pub(crate) fn document() -> Value {
     let path = manifest_dir().join("rpc-schema/openrpc.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -39,7 +39,7 @@ fn registered_methods() -> BTreeSet<&'static str> {
 
 /// A validator for `method`'s declared `result.schema`, with `#/components/...` references
 /// resolved inside the document.
-fn result_validator(doc: &Value, name: &str) -> Validator {
+pub(crate) fn result_validator(doc: &Value, name: &str) -> Validator {
     let index = doc["methods"]
         .as_array()
         .unwrap()
@@ -54,7 +54,7 @@ fn result_validator(doc: &Value, name: &str) -> Validator {
         .unwrap_or_else(|e| panic!("{name}'s result schema does not compile: {e}"))
 }
 
-fn assert_valid(validator: &Validator, name: &str, value: &Value) {
+pub(crate) fn assert_valid(validator: &Validator, name: &str, value: &Value) {
     let errors: Vec<String> = validator
         .iter_errors(value)
         .map(|e| format!("{e} at {}", e.instance_path))

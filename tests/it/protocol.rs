@@ -6,9 +6,9 @@ use std::fmt;
 
 use adaptive_guidebook::rpc;
 use guidebook_hook::protocol::{
-    method, no_params, AbAssign, BeginShellCommand, BuildPrompt, Call, CheckError, EndShellCommand,
-    Explain, IsEnabled, RecordError, RecordQcResult, RecordQcReview, RecordSessionTokens, Search,
-    SessionCall, SetFlag,
+    method, no_params, AbAssign, BeginShellCommand, BuildPrompt, Call, CheckEdit, CheckError,
+    EndShellCommand, Explain, IsEnabled, RecordError, RecordQcResult, RecordQcReview,
+    RecordSessionTokens, Search, SessionCall, SetFlag,
 };
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde_json::Value;
@@ -183,6 +183,18 @@ fn every_call() -> Vec<Probe> {
             .call(),
             fields_of::<rpc::end_shell_command::Params>(),
             parses::<rpc::end_shell_command::Params>,
+        ),
+        (
+            CheckEdit {
+                session_id: "s".into(),
+                filepaths: vec!["/nonexistent/a.kt".into()],
+                deadline_ms: Some(500),
+                written: vec![("/nonexistent/a.kt".into(), vec![[1, 1]])],
+                contents: vec![("/nonexistent/a.kt".into(), "x\n".into())],
+            }
+            .call(),
+            fields_of::<rpc::check_edit::Params>(),
+            parses::<rpc::check_edit::Params>,
         ),
         (
             no_params(method::DISCOVER),

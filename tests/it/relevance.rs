@@ -178,3 +178,62 @@ fn path_scope_and_a_file_wide_not_keep_the_guideline_where_it_belongs() {
         "an @Test anywhere in the file keeps it away"
     );
 }
+
+/// `guidebook:allow <id>` on the line of a match or the line before lets that match through,
+/// for that guideline only; the allowance is counted in the metrics and shown by `scan`.
+#[test]
+fn an_allow_comment_lets_one_guideline_through_and_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = guidebook(dir.path());
+    let port = crate::metrics::free_port();
+    let sidecar = Sidecar::start_with(SidecarOptions {
+        root: Some(root.clone()),
+        env: vec![("ADAPTIVE_GUIDEBOOK_METRICS_LISTEN".into(), port.to_string())],
+        ..SidecarOptions::default()
+    });
+    let repo = dir.path().join("repo");
+    git_repo(&repo, Some("git@github.com:acme/app.git"));
+    let allowed = "package a\n\n// guidebook:allow no-thread-sleep (the vendor's API polls)\nfun a() { Thread.sleep(10) } // TODO\n";
+    let file = write_file(&repo, "src/main/App.kt", allowed);
+    let all = Some(json!([[1, 4]]));
+    assert_eq!(
+        search(&sidecar, "a1", &file, all.clone()),
+        ["todo-anywhere"]
+    );
+    // The allowance names one guideline: the TODO on the same line still counts; a second
+    // sleep further down is not covered.
+    let second = write_file(
+        &repo,
+        "src/main/Two.kt",
+        &format!("{allowed}\nfun b() {{ Thread.sleep(20) }}\n"),
+    );
+    assert_eq!(
+        search(&sidecar, "a2", &second, Some(json!([[1, 6]]))),
+        ["no-thread-sleep", "todo-anywhere"]
+    );
+    let (_, _, body) = crate::metrics::http_get(port, "/metrics").expect("the endpoint answers");
+    assert!(
+        body.contains("guidebook_allowances_total{guideline=\"no-thread-sleep\"} 1\n"),
+        "{body}"
+    );
+    let scan = sidecar.cli(&[
+        "scan",
+        repo.to_str().unwrap(),
+        "--json",
+        "--guidebook-root",
+        root.to_str().unwrap(),
+    ]);
+    assert!(scan.status.success(), "{scan:?}");
+    let report: Value = serde_json::from_slice(&scan.stdout).unwrap();
+    let sleep = report["guidelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == "no-thread-sleep")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (sleep["allowed"].clone(), sleep["files"].clone()),
+        (json!(1), json!(1))
+    );
+}

@@ -235,10 +235,12 @@ impl<'a> Edit<'a> {
     }
 }
 
-/// One file's content with its line starts worked out on first need.
+/// One file's content with its line starts and its `guidebook:allow` comments, each worked out
+/// on first need.
 pub struct Text<'a> {
     pub bytes: &'a [u8],
     lines: OnceCell<LineStarts>,
+    allows: OnceCell<Allows>,
 }
 
 impl<'a> Text<'a> {
@@ -246,21 +248,79 @@ impl<'a> Text<'a> {
         Text {
             bytes,
             lines: OnceCell::new(),
+            allows: OnceCell::new(),
         }
     }
 
     pub fn lines(&self) -> &LineStarts {
         self.lines.get_or_init(|| LineStarts::of(self.bytes))
     }
+
+    /// The file's `guidebook:allow` comments.
+    pub fn allows(&self) -> &Allows {
+        self.allows.get_or_init(|| Allows::of(self))
+    }
+}
+
+/// The `guidebook:allow` comments of a file: per line, the guideline ids it allows. A match of
+/// an allowed guideline on that line or the line after does not count.
+#[derive(Debug, Default)]
+pub struct Allows {
+    /// `(line, id)`, sorted.
+    entries: Vec<(usize, String)>,
+}
+
+impl Allows {
+    fn of(text: &Text<'_>) -> Allows {
+        // The marker, blanks, then ids separated by commas; the list ends at anything else.
+        static ALLOW: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+            Regex::new(
+                r"guidebook:allow[ \t]+([a-z0-9][a-z0-9-]*(?:[ \t]*,[ \t]*[a-z0-9][a-z0-9-]*)*)",
+            )
+            .expect("a valid regex")
+        });
+        let mut entries = Vec::new();
+        // The regex's literal prefilter skips a file without the marker at memchr speed.
+        for c in ALLOW.captures_iter(text.bytes) {
+            let (Some(all), Some(list)) = (c.get(0), c.get(1)) else {
+                continue;
+            };
+            let line = text.lines().line_of(all.start());
+            for id in String::from_utf8_lossy(list.as_bytes()).split(',') {
+                entries.push((line, id.trim().to_string()));
+            }
+        }
+        entries.sort();
+        entries.dedup();
+        Allows { entries }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether any comment of the file allows guideline `id`.
+    pub fn names(&self, id: &str) -> bool {
+        self.entries.iter().any(|(_, i)| i == id)
+    }
+
+    /// Whether a match of guideline `id` on `line` is allowed (by that line or the one before).
+    pub fn allows(&self, id: &str, line: usize) -> bool {
+        self.entries
+            .iter()
+            .any(|(l, i)| i == id && (*l == line || *l + 1 == line))
+    }
 }
 
 /// Whether a regex leaf holds in `text`, and if so where its first match that counts starts
-/// (under `changes`, the first that overlaps a written line): its byte offset and 1-based line.
+/// (under `changes`, the first that overlaps a written line; with `allowed_for`, the first not
+/// allowed for that guideline by a `guidebook:allow` comment): its byte offset and 1-based line.
 pub fn leaf_line(
     regex: &Regex,
     within: Within,
     text: &Text<'_>,
     edit: &Edit<'_>,
+    allowed_for: Option<&str>,
 ) -> Option<(usize, usize)> {
     let written = match within {
         Within::File => None,
@@ -270,13 +330,18 @@ pub fn leaf_line(
             w => Some(w),
         },
     };
+    let allowed = |line: usize| allowed_for.is_some_and(|id| text.allows().allows(id, line));
     match written {
-        None => regex
+        None if allowed_for.is_none() => regex
             .find(text.bytes)
             .map(|m| (m.start(), text.lines().line_of(m.start()))),
+        None => regex.find_iter(text.bytes).find_map(|m| {
+            let line = text.lines().line_of(m.start());
+            (!allowed(line)).then_some((m.start(), line))
+        }),
         Some(written) => regex.find_iter(text.bytes).find_map(|m| {
             let (first, last) = text.lines().span(m.start(), m.end());
-            written.overlaps(first, last).then_some((m.start(), first))
+            (written.overlaps(first, last) && !allowed(first)).then_some((m.start(), first))
         }),
     }
 }
@@ -364,7 +429,7 @@ mod leaf_tests {
         let text = Text::new(b"a Thread.sleep(1)\nb\nc Thread.sleep(2)\nd\n");
         let re = Regex::new(r"Thread\.sleep\(").unwrap();
         let on = |w: Written| {
-            leaf_line(&re, Within::Changes, &text, &Edit::known(w)).map(|(_, line)| line)
+            leaf_line(&re, Within::Changes, &text, &Edit::known(w), None).map(|(_, line)| line)
         };
         assert_eq!(on(Written::lines(vec![(2, 2)])), None);
         assert_eq!(on(Written::lines(vec![(2, 3)])), Some(3));
@@ -375,6 +440,7 @@ mod leaf_tests {
             Within::File,
             &text,
             &Edit::known(Written::lines(vec![])),
+            None,
         );
         assert_eq!(file, Some((2, 1)), "`in: file` ignores what was written");
         let multi = Regex::new(r"(?s)sleep\(1\).b").unwrap();
@@ -383,7 +449,8 @@ mod leaf_tests {
                 &multi,
                 Within::Changes,
                 &text,
-                &Edit::known(Written::lines(vec![(2, 2)]))
+                &Edit::known(Written::lines(vec![(2, 2)])),
+                None
             ),
             Some((9, 1)),
             "a match spanning into a written line counts, reported at its first line"
@@ -399,10 +466,62 @@ mod leaf_tests {
         });
         let text = Text::new(b"x\n");
         let re = Regex::new("x").unwrap();
-        assert_eq!(leaf_line(&re, Within::File, &text, &edit), Some((0, 1)));
+        assert_eq!(
+            leaf_line(&re, Within::File, &text, &edit, None),
+            Some((0, 1))
+        );
         assert_eq!(calls.get(), 0);
-        assert_eq!(leaf_line(&re, Within::Changes, &text, &edit), Some((0, 1)));
-        assert_eq!(leaf_line(&re, Within::Changes, &text, &edit), Some((0, 1)));
+        assert_eq!(
+            leaf_line(&re, Within::Changes, &text, &edit, None),
+            Some((0, 1))
+        );
+        assert_eq!(
+            leaf_line(&re, Within::Changes, &text, &edit, None),
+            Some((0, 1))
+        );
         assert_eq!(calls.get(), 1);
+    }
+}
+
+#[cfg(test)]
+mod allow_tests {
+    use super::*;
+
+    #[test]
+    fn allow_comments_in_any_syntax_name_their_guidelines() {
+        let text = Text::new(
+            b"a // guidebook:allow no-sleep, no-print\nb\n# guidebook:allow  other-rule trailing words\nc\n/* guidebook:allowx */ d\n<!-- guidebook:allow\tlast -->\n",
+        );
+        let allows = text.allows();
+        assert!(allows.allows("no-sleep", 1) && allows.allows("no-sleep", 2));
+        assert!(!allows.allows("no-sleep", 3), "only its line and the next");
+        assert!(allows.allows("no-print", 2));
+        assert!(allows.allows("other-rule", 4) && !allows.allows("trailing", 4));
+        assert!(
+            !allows.names("x") && !allows.names("d"),
+            "`allowx` is no marker"
+        );
+        assert!(allows.allows("last", 6));
+        assert!(Text::new(b"nothing here").allows().is_empty());
+    }
+
+    #[test]
+    fn an_allowed_match_does_not_count_but_the_next_one_does() {
+        let text = Text::new(b"sleep() // guidebook:allow s\nok\nsleep()\n");
+        let re = Regex::new(r"sleep\(").unwrap();
+        let all = Edit::known(Written::All);
+        assert_eq!(
+            leaf_line(&re, Within::File, &text, &all, Some("s")),
+            Some((32, 3))
+        );
+        assert_eq!(
+            leaf_line(&re, Within::File, &text, &all, Some("other")),
+            Some((0, 1))
+        );
+        let first_only = Edit::known(Written::lines(vec![(1, 1)]));
+        assert_eq!(
+            leaf_line(&re, Within::Changes, &text, &first_only, Some("s")),
+            None
+        );
     }
 }

@@ -6,10 +6,11 @@
 //! This file: the binaries under test, fixtures, and running a process within the watchdog.
 //! The rest, one concern a file: [`shim`] (building and running `guidebook-hook`, checking its
 //! output against the hosts' schemas), [`sidecar`] (a real `guidebook serve` and talking to
-//! it), [`http`] (a minimal client on the socket), [`guidebooks`], [`git`] and [`events`]
-//! (what the tests serve, edit and send). Every test module takes it all with
+//! it), [`http`] (a minimal client on the socket), [`guidebooks`], [`git`], [`events`] and
+//! [`block`] (what the tests serve, edit and send). Every test module takes it all with
 //! `use crate::harness::*`.
 
+mod block;
 mod events;
 mod git;
 mod guidebooks;
@@ -17,6 +18,7 @@ mod http;
 mod shim;
 mod sidecar;
 
+pub use block::*;
 pub use events::*;
 pub use git::*;
 pub use guidebooks::*;

@@ -1,0 +1,58 @@
+//! Answers `checkEdit`: validates the params and runs [`crate::enforce::blocked`] on the files
+//! as the edit would leave them. Reads: guideline snapshot, the content given (or the files).
+//! Records nothing but the telemetry of refusals.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::{absolute_paths, edits_of, non_empty, RpcError, WrittenParam};
+use crate::enforce::{blocked, Blocked, EnforceError};
+use crate::engine::Engine;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Params {
+    pub session_id: String,
+    pub filepaths: Vec<String>,
+    /// The caller's remaining patience.
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    /// The lines the edit would write, by path as in `filepaths`.
+    #[serde(default)]
+    pub written: Option<WrittenParam>,
+    /// The files as the edit would leave them, by path as in `filepaths`.
+    #[serde(default)]
+    pub contents: Option<std::collections::HashMap<String, String>>,
+}
+
+/// The `block` guidelines the edit would break; empty: let it through.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CheckEditResult {
+    pub blocked: Vec<Blocked>,
+}
+
+pub fn handle(
+    engine: &Engine,
+    params: Params,
+    received: Instant,
+) -> Result<CheckEditResult, RpcError> {
+    non_empty("sessionId", &params.session_id)?;
+    absolute_paths(&params.filepaths)?;
+    let edits = edits_of(
+        &params.filepaths,
+        params.written,
+        params.contents,
+        engine.settings.max_file_bytes,
+    )?;
+    let deadline = params
+        .deadline_ms
+        .map(|ms| received + Duration::from_millis(ms));
+    let found = blocked(engine, &params.filepaths, &edits, deadline).map_err(|e| match e {
+        EnforceError::DeadlineExceeded => RpcError::DeadlineExceeded,
+    })?;
+    for b in &found {
+        engine.telemetry.edit_blocked(&b.id);
+    }
+    Ok(CheckEditResult { blocked: found })
+}
