@@ -87,6 +87,8 @@ pub(crate) fn new_sides(diff: &[u8]) -> Vec<(usize, usize)> {
 fn git(root: &Path, args: &[&std::ffi::OsStr]) -> Option<(bool, Vec<u8>)> {
     match run_git(root, args, GIT_TIMEOUT, MAX_DIFF_BYTES) {
         Ok(run) => Some((run.success, run.stdout)),
+        // Output past the cap is a rewrite, not a problem worth a warning.
+        Err(GitFailure::TooLong(_)) => None,
         Err(e) => {
             tracing::warn!(root = %root.display(), "git {:?}: {e}", args.first());
             None

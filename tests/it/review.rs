@@ -224,10 +224,16 @@ fn the_working_tree_review_sees_edits_and_untracked_files_but_not_ignored_ones()
 }
 
 /// `in: changes` counts only the lines the diff wrote; `in: file` looks at the whole changed
-/// file, as at edit time; `scope.paths` is matched from the repository root.
+/// file, as at edit time; `scope.paths` is matched from the repository root,
+/// `scope.repositories` against the identity of `origin`; a `guidebook:allow` comment exempts
+/// its line; `--repo` names the repository from elsewhere.
 #[test]
-fn written_lines_and_path_scope_decide_as_at_edit_time() {
-    let (_dir, root, work) = scene(&[SLEEP, TODO, PRINTLN]);
+fn written_lines_and_scopes_decide_as_at_edit_time() {
+    let acme = "id: acme-sleep\nscope:\n  repositories: ['acme/*']\n\
+        match:\n  in: changes\n  any:\n    - regex:\n        pattern: 'Thread\\.sleep'\ncontent: Acme.\n";
+    let other = "id: other-sleep\nseverity: block\nscope:\n  repositories: ['other/*']\n\
+        match:\n  any:\n    - regex:\n        pattern: 'sleep'\ncontent: Other.\n";
+    let (dir, root, work) = scene(&[SLEEP, TODO, PRINTLN, acme, other]);
     write_file(
         &work,
         "src/main/App.kt",
@@ -248,7 +254,21 @@ fn written_lines_and_path_scope_decide_as_at_edit_time() {
         "src/main/test/Fixture.kt",
         "fun f() { println(\"f\") }\n",
     );
-    let out = review(&root, &work, &["--format", "json"]);
+    write_file(
+        &work,
+        "src/main/Poll.kt",
+        "// guidebook:allow no-thread-sleep (polls the vendor API)\nfun p() { Thread.sleep(9) }\n",
+    );
+    let elsewhere = work.join("src/main");
+    let mut cmd = isolated_guidebook();
+    cmd.env("ADAPTIVE_GUIDEBOOK_HOME", dir.path().join("home"))
+        .env("ADAPTIVE_GUIDEBOOK_ROOT", &root)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .current_dir(dir.path())
+        .args(["review", "--format", "json", "--repo"])
+        .arg(&elsewhere);
+    let out = run_bounded(cmd, b"", "guidebook review --repo");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -259,7 +279,8 @@ fn written_lines_and_path_scope_decide_as_at_edit_time() {
         findings(&out),
         [
             "src/main/App.kt:1 todo-in-file warn",
-            "src/main/App.kt:4 no-println-in-main info"
+            "src/main/App.kt:4 no-println-in-main info",
+            "src/main/Poll.kt:2 acme-sleep info"
         ]
     );
 }
