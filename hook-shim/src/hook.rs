@@ -105,7 +105,9 @@ impl HookPlan {
             let deny = BreakerVerdict::Deny(reason.clone());
             return render_hook(self.shape, &Action::Nothing, None, &deny);
         }
-        if let Some(check) = &self.check {
+        // An edit to check asks nothing else: a patch piped into `apply_patch` through the
+        // shell is an edit, not a shell command that needs a begin (see `plan`).
+        if let (Some(check), Action::Nothing) = (&self.check, &self.action) {
             let verdict = enforce::ask(check, self.breaker.as_ref(), link);
             return render_hook(self.shape, &Action::Nothing, None, &verdict);
         }
@@ -295,6 +297,32 @@ mod tests {
         let patch = json!({"session_id": "s", "hook_event_name": "PreToolUse", "cwd": "/w",
             "tool_name": "Bash", "tool_input": {"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: n.rs\n+x\n*** End Patch\nEOF"}});
         assert_eq!(crate::plan::plan(&patch), Action::Nothing);
+    }
+
+    /// A patch piped into `apply_patch` through the shell is checked as an edit, in one round
+    /// trip with the breaker's gate, and asks no `beginShellCommand`.
+    #[test]
+    fn a_shell_patch_about_to_run_is_checked_as_an_edit() {
+        let script = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.kt\n+val x = 1\n*** End Patch\nEOF\n";
+        // An added file: nothing is read.
+        let event = json!({"session_id": "s", "turn_id": "t", "cwd": "/w",
+            "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": script}});
+        let plan = HookPlan::of(&event, Protected::default).unwrap();
+        assert_eq!(plan.action, Action::Nothing);
+        assert!(plan.check.is_some() && plan.breaker.is_some(), "{plan:?}");
+        let mut link = scripted(vec![Ok(
+            r#"[{"jsonrpc":"2.0","id":3,"result":{"blocked":[]}}]"#,
+        )]);
+        assert_eq!(plan.run(None, &mut link), None);
+        assert_eq!(link.asked.len(), 1);
+        let methods: Vec<String> = serde_json::from_str::<Value>(&link.asked[0].0)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["method"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(methods, ["isEnabled", "breakerStatus", "checkEdit"]);
     }
 
     #[test]
