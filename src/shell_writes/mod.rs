@@ -386,6 +386,23 @@ mod tests {
             work.join("src/deep/B.kt"),
             work.join("src/New.kt"),
         );
+        // The first command in a repository arms its watcher after its window opened: what it
+        // wrote meanwhile may be missed, and its end says so. The next one's window is whole.
+        let warm = shell.begin(Begin {
+            session_id: "s",
+            call_id: "warm",
+            dir: Some(&s(&work)),
+            targets: &[],
+            mentioned: &[],
+        });
+        assert!(warm.watching);
+        let first = shell.end(End {
+            session_id: "s",
+            call_id: "warm",
+            dir: Some(&s(&work)),
+            targets: &[],
+        });
+        assert!(first.begun && first.incomplete, "{first:?}");
         let targets = [s(&a), s(&new)];
         let begun = shell.begin(Begin {
             session_id: "s",
