@@ -27,10 +27,8 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 pub const MAX_DIRS: usize = 20_000;
 /// The most events a repository's log keeps.
 pub const MAX_LOG: usize = 16_384;
-/// The longest [`RepoWatch::settle`] waits for the barrier's event: it comes within a
-/// millisecond on an idle machine; 200 ms ran out on two cores busy with builds (a unit test
-/// saw `incomplete`), and the hook's own budget is 2 s.
-pub const SETTLE_WAIT: Duration = Duration::from_millis(750);
+/// The longest [`RepoWatch::settle`] waits for the barrier's event.
+pub const SETTLE_WAIT: Duration = Duration::from_millis(200);
 
 /// What changed in a repository during a window.
 #[derive(Debug, Default)]
