@@ -175,3 +175,60 @@ fn a_halted_sessions_deny_wins_over_the_check() {
     let reason = deny_reason(&run.stdout).expect("denied");
     assert!(reason.starts_with("Circuit breaker:"), "{reason}");
 }
+
+/// `guidebook mcp`'s `hook` tool (the `mcp_tool` wiring) checks an edit exactly as the shim
+/// does: the same deny, byte for byte, and the same silence for the corrected edit.
+#[test]
+fn the_mcp_hook_tool_denies_exactly_what_the_shim_denies() {
+    let scene = scene();
+    let mut cmd = scene.sidecar.guidebook(&["mcp"]);
+    cmd.env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1").env(
+        "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+        PATIENT_HOOK_TIMEOUT_MS,
+    );
+    let mut mcp = crate::mcp::McpClient::start(cmd, "2025-06-18");
+    for line in [BAD_LINE, GOOD_LINE] {
+        for (host, event) in edits(&scene, line) {
+            // Gemini CLI has no `mcp_tool` hooks.
+            if host.starts_with("gemini") {
+                continue;
+            }
+            let text = mcp.hook(&event);
+            assert_eq!(text, scene.sidecar.hook(&event).stdout, "{host}");
+            assert_eq!(
+                deny_reason(&text).is_some(),
+                line == BAD_LINE,
+                "{host}: {text}"
+            );
+        }
+    }
+}
+
+/// The sample guidebook's `no-plaintext-secrets` is a `block` guideline: a Claude Code `Write`
+/// of a Spring profile with a password in plain text is denied; the one that reads it from the
+/// environment goes through.
+#[test]
+fn the_sample_guidebook_blocks_a_plaintext_secret() {
+    let sidecar = Sidecar::start_default();
+    let dir = tempfile::tempdir().unwrap();
+    let yml = dir.path().join("src/main/resources/application.yml");
+    let write = |content: &str| {
+        json!({"session_id": "s", "cwd": dir.path().display().to_string(),
+            "hook_event_name": "PreToolUse", "tool_name": "Write",
+            "tool_input": {"file_path": yml.display().to_string(), "content": content}})
+    };
+    let run = sidecar.hook(&write(
+        "spring:\n  datasource:\n    password: hunter2hunter2\n",
+    ));
+    let reason = deny_reason(&run.stdout).unwrap_or_else(|| panic!("{run:?}"));
+    assert!(
+        reason.contains(
+            "`src/main/resources/application.yml` line 3 breaks [no-plaintext-secrets]: This change"
+        ) && reason.ends_with("`guidebook:allow no-plaintext-secrets` with a reason on or above the line."),
+        "{reason}"
+    );
+    let run = sidecar.hook(&write(
+        "spring:\n  datasource:\n    password: ${DB_PASSWORD}\n",
+    ));
+    assert_eq!(run.stdout, "", "{}", run.stderr);
+}
