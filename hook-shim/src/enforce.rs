@@ -30,12 +30,15 @@ use crate::hook::SidecarLink;
 use crate::patch::{parse_patch, shell_patches, FileOp};
 use crate::paths::{resolve, resolve_dir};
 use crate::protocol::{batch, CheckEdit};
-use crate::written::{codex_update, unchanged, ReadFile, MAX_CONTENTS_BYTES, MAX_RANGES};
+use crate::written::{codex_update, unchanged, Before, MAX_CONTENTS_BYTES, MAX_RANGES};
 
 /// The most hits one deny reason lists; the rest are counted.
 const MAX_HITS_SHOWN: usize = 5;
 /// The most of a guideline's content one deny reason quotes, in characters.
 const MAX_CONTENT_CHARS: usize = 1_500;
+
+/// Finds a file as the edit is about to find it ([`crate::written::read_before`] on disk).
+pub type ReadBefore<'a> = dyn FnMut(&str) -> Before + 'a;
 
 /// One `checkEdit` question: the files as the edit would leave them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,8 +83,18 @@ impl EditCheck {
 }
 
 /// The check for `event`, if it is a `PreToolUse` of an edit with at least one file whose
-/// post-image can be built; files are read through `read`.
-pub fn plan_check(event: &HookEvent, read: &mut ReadFile) -> Option<EditCheck> {
+/// post-image can be built; files are read through `read` (at most once each).
+pub fn plan_check(event: &HookEvent, read: &mut ReadBefore) -> Option<EditCheck> {
+    // Each file is read at most once, however many patches of the call name it.
+    let mut seen: Vec<(String, Before)> = Vec::new();
+    let read = &mut |path: &str| -> Before {
+        if let Some((_, before)) = seen.iter().find(|(p, _)| p == path) {
+            return before.clone();
+        }
+        let before = read(path);
+        seen.push((path.to_owned(), before.clone()));
+        before
+    };
     if event.name != EventName::PreToolUse {
         return None;
     }
@@ -122,8 +135,12 @@ pub fn plan_check(event: &HookEvent, read: &mut ReadFile) -> Option<EditCheck> {
             let (Some(path), Some(request)) = (resolve(cwd, file), tool.request.as_ref()) else {
                 return None;
             };
-            let before = read(&path);
-            let image = edit_image(event.host, request, before.as_deref());
+            let image = match read(&path) {
+                Before::Missing => edit_image(event.host, request, None),
+                Before::Text(text) => edit_image(event.host, request, Some(&text)),
+                // Something the shim cannot read: not rebuilt, let through.
+                Before::Unreadable => None,
+            };
             images.put(path, image);
         }
         _ => return None,
@@ -178,7 +195,12 @@ impl Images {
 }
 
 /// The post-image of every file one patch (paths relative to `base`) adds or updates.
-fn patch_images(patch: &str, base: Option<&str>, read: &mut ReadFile, images: &mut Images) {
+fn patch_images(
+    patch: &str,
+    base: Option<&str>,
+    read: &mut dyn FnMut(&str) -> Before,
+    images: &mut Images,
+) {
     let Some(ops) = parse_patch(patch) else {
         return;
     };
@@ -209,7 +231,10 @@ fn patch_images(patch: &str, base: Option<&str>, read: &mut ReadFile, images: &m
                     Some(None) => continue,
                     None => source.clone(),
                 };
-                let image = read(&source).and_then(|before| codex_update(&before, &chunks));
+                let image = match read(&source) {
+                    Before::Text(before) => codex_update(&before, &chunks),
+                    Before::Missing | Before::Unreadable => None,
+                };
                 if target != source {
                     images.put(source, None);
                 }
@@ -496,10 +521,11 @@ mod tests {
         let mut reads: Vec<String> = Vec::new();
         let check = plan_check(&event, &mut |path: &str| {
             reads.push(path.to_owned());
-            files
-                .iter()
-                .find(|(p, _)| *p == path)
-                .map(|(_, text)| text.to_string())
+            match files.iter().find(|(p, _)| *p == path) {
+                Some((_, UNREADABLE)) => Before::Unreadable,
+                Some((_, text)) => Before::Text(text.to_string()),
+                None => Before::Missing,
+            }
         });
         let mut once = reads.clone();
         once.sort();
@@ -507,6 +533,9 @@ mod tests {
         assert_eq!(once.len(), reads.len(), "each file is read once: {reads:?}");
         check
     }
+
+    /// A file the tests' disk holds but the shim cannot read.
+    const UNREADABLE: &str = "\u{0}unreadable";
 
     fn image(path: &str, content: &str, written: &[[u64; 2]]) -> PostImage {
         PostImage {
@@ -615,6 +644,9 @@ mod tests {
         );
         // A new file: all written.
         assert_eq!(files(check_on(write, &[]))[0].written, [[1, 4]]);
+        // Over a file the shim cannot read (too large, not UTF-8): let through.
+        let write = claude("Write", json!({"file_path": "/w/Db.kt", "content": "x\n"}));
+        assert_eq!(check_on(write, &[("/w/Db.kt", UNREADABLE)]), None);
         // The same text: nothing written.
         let same = claude("Write", json!({"file_path": "Db.kt", "content": DB}));
         assert_eq!(

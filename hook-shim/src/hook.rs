@@ -20,7 +20,7 @@ use crate::guard::{self, Protected};
 use crate::output::{render_hook, Shape};
 use crate::plan::{plan_event, Action};
 use crate::protocol::parse_response;
-use crate::written::read_capped;
+use crate::written::read_before;
 
 /// How the hook reaches the sidecar: one JSON-RPC exchange per call.
 pub trait SidecarLink {
@@ -83,7 +83,7 @@ impl HookPlan {
         }
         let action = plan_event(&event);
         let breaker = breaker::plan_event(&event);
-        let check = enforce::plan_check(&event, &mut read_capped);
+        let check = enforce::plan_check(&event, &mut read_before);
         if action == Action::Nothing && breaker.is_none() && check.is_none() {
             None
         } else {

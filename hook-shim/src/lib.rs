@@ -36,8 +36,9 @@
 //! The binary adds `src/main.rs` (arguments, environment, stdin, stdout).
 //!
 //! **Invariant:** nothing in this library but `client`, `autostart` and the edited files' reader
-//! ([`written::read_capped`], which [`plan_event`] hands to [`plan_event_with`] and
-//! [`hook::HookPlan::of`] to [`enforce::plan_check`]) performs I/O,
+//! ([`written::read_capped`], which [`plan_event`] hands to [`plan_event_with`], and
+//! [`written::read_before`], which [`hook::HookPlan::of`] hands to [`enforce::plan_check`])
+//! performs I/O,
 //! and only `autostart` reads the environment (to find the `guidebook` binary), so every
 //! decision the hook makes can be tested from JSON and file texts alone.
 

@@ -78,6 +78,27 @@ pub fn read_capped(path: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// A file as an edit is about to find it (for the check before the edit, `enforce`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Before {
+    /// Nothing at the path: the edit would create the file.
+    Missing,
+    /// Its text, read as [`read_capped`] reads it.
+    Text(String),
+    /// Something is there that [`read_capped`] does not read (too large, not a regular file,
+    /// not UTF-8, no permission).
+    Unreadable,
+}
+
+/// The file at `path` as an edit is about to find it: [`read_capped`]'s text, or whether
+/// nothing is there (a dangling link counts as something).
+pub fn read_before(path: &str) -> Before {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Before::Missing,
+        _ => read_capped(path).map_or(Before::Unreadable, Before::Text),
+    }
+}
+
 /// `O_NONBLOCK` (no libc here): opening a FIFO for reading then returns at once.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 const O_NONBLOCK: i32 = 0o4000;
@@ -1296,6 +1317,15 @@ mod tests {
         let small = dir.join("small.kt");
         std::fs::write(&small, "x\n").unwrap();
         assert_eq!(read_capped(small.to_str().unwrap()).as_deref(), Some("x\n"));
+        // As the check before an edit finds them: there, missing, or there but not read.
+        assert_eq!(
+            read_before(small.to_str().unwrap()),
+            Before::Text("x\n".into())
+        );
+        let missing = dir.join("missing.kt");
+        assert_eq!(read_before(missing.to_str().unwrap()), Before::Missing);
+        assert_eq!(read_before(big.to_str().unwrap()), Before::Unreadable);
+        assert_eq!(read_before(dir.to_str().unwrap()), Before::Unreadable);
         assert_eq!(
             read_capped(dir.to_str().unwrap()),
             None,
