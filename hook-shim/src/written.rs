@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::rc::Rc;
 
 use crate::event::{EditReport, HookEvent, LineSet, ToolInput};
 use crate::patch::{parse_patch, shell_patches, summary_targets, Chunk, FileOp, Side};
@@ -56,6 +57,9 @@ impl Written {
 /// Reads a file's text for the written lines: `None` when it cannot be read, is not a regular
 /// file, is larger than [`MAX_FILE_BYTES`] or is not UTF-8.
 pub type ReadFile<'a> = dyn FnMut(&str) -> Option<String> + 'a;
+
+/// The files as [`written`] shares them, each read once.
+type Texts<'a> = dyn FnMut(&str) -> Option<Rc<str>> + 'a;
 
 /// The file at `path`, if it is a regular file of at most [`MAX_FILE_BYTES`] in UTF-8; read
 /// once, capped, opened without waiting (a FIFO put in its place never blocks the hook).
@@ -108,12 +112,13 @@ const O_NONBLOCK: i32 = 0x0004;
 /// What `event`'s edit wrote in each of `filepaths` (the paths `plan` found, absolute), as far
 /// as it can be told; files are read through `read`.
 pub fn written(event: &HookEvent, filepaths: &[String], read: &mut ReadFile) -> Written {
-    // Each file is read at most once, however many patches of the call name it.
-    let mut texts: HashMap<String, Option<String>> = HashMap::new();
-    let read = &mut |path: &str| -> Option<String> {
+    // Each file is read at most once, however many patches of the call name it, and shared,
+    // not copied.
+    let mut texts: HashMap<String, Option<Rc<str>>> = HashMap::new();
+    let read = &mut |path: &str| -> Option<Rc<str>> {
         texts
             .entry(path.to_owned())
-            .or_insert_with(|| read(path))
+            .or_insert_with(|| read(path).map(Rc::from))
             .clone()
     };
     let mut found = Found::default();
@@ -235,7 +240,7 @@ impl Found {
 }
 
 /// The written lines of a Claude Code or Gemini CLI edit of `path`, from its report.
-fn report_lines(report: &EditReport, path: &str, read: &mut ReadFile) -> Option<Vec<[u64; 2]>> {
+fn report_lines(report: &EditReport, path: &str, read: &mut Texts) -> Option<Vec<[u64; 2]>> {
     match report {
         EditReport::Lines(lines) => Some(lines.clone()),
         EditReport::Nothing => Some(Vec::new()),
@@ -348,7 +353,7 @@ fn patch_lines(
     patch: &str,
     base: Option<&str>,
     applied: &Applied,
-    read: &mut ReadFile,
+    read: &mut Texts,
     found: &mut Found,
 ) {
     let Some(ops) = parse_patch(patch) else {
@@ -405,7 +410,7 @@ fn update_lines(
     target: &str,
     source: &str,
     applied: &Applied,
-    read: &mut dyn FnMut(&str) -> Option<String>,
+    read: &mut Texts,
 ) -> Option<FileLines> {
     let on_disk = read(target);
     if let Some(text) = &on_disk {
