@@ -13,8 +13,8 @@ use regex::bytes::Regex;
 
 use super::guideline::Guideline;
 use super::matching::{
-    build_glob_sets, compile_pattern, compile_repository_glob, index_of, leaf_line, Edit,
-    PathScopes, PatternMatcher, Text, Within,
+    build_glob_sets, compile_pattern, compile_repository_glob, index_of, leaf_line_in,
+    stays_on_one_line, Edit, PathScopes, PatternMatcher, Text, Within,
 };
 use crate::watched::LoadError;
 
@@ -23,7 +23,8 @@ use crate::watched::LoadError;
 #[derive(Debug)]
 pub struct CompiledGuideline {
     pub guideline: Arc<Guideline>,
-    regexes: OnceLock<Vec<Option<Regex>>>,
+    /// Each pattern compiled, and whether its matches stay on one line.
+    regexes: OnceLock<Vec<Option<(Regex, bool)>>>,
     /// Its condition is today's shape (any of some patterns over the whole file), which the
     /// matcher's hit decides alone; others are evaluated on the files the matcher finds.
     plain: bool,
@@ -46,12 +47,12 @@ impl CompiledGuideline {
 
     /// Its patterns compiled, by position. Every pattern compiled once already, at load time;
     /// a failure here cannot happen and would only make that leaf never hold.
-    fn regexes(&self) -> &[Option<Regex>] {
+    fn regexes(&self) -> &[Option<(Regex, bool)>] {
         self.regexes.get_or_init(|| {
             self.guideline
                 .patterns
                 .iter()
-                .map(|p| compile_pattern(p).ok())
+                .map(|p| Some((compile_pattern(p).ok()?, stays_on_one_line(p))))
                 .collect()
         })
     }
@@ -84,10 +85,10 @@ impl CompiledGuideline {
         edit: &Edit<'_>,
         honour_allows: bool,
     ) -> Option<(usize, usize)> {
-        let regex = self.regexes().get(pattern)?.as_ref()?;
+        let (regex, one_line) = self.regexes().get(pattern)?.as_ref()?;
         let id = self.id();
         let allowed_for = (honour_allows && text.allows().names(id)).then_some(id);
-        leaf_line(regex, within, text, edit, allowed_for)
+        leaf_line_in(regex, *one_line, within, text, edit, allowed_for)
     }
 
     /// Whether its condition holds in `text` (`honour_allows`: the matches its

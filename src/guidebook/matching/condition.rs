@@ -192,6 +192,11 @@ impl LineStarts {
         LineStarts(starts)
     }
 
+    /// The byte offset line `line` (1-based) starts at, if the text has that line.
+    pub fn start_of(&self, line: usize) -> Option<usize> {
+        line.checked_sub(1).and_then(|i| self.0.get(i)).copied()
+    }
+
     /// The 1-based line holding byte `offset`.
     pub fn line_of(&self, offset: usize) -> usize {
         self.0.partition_point(|s| *s <= offset)
@@ -315,8 +320,23 @@ impl Allows {
 /// Whether a regex leaf holds in `text`, and if so where its first match that counts starts
 /// (under `changes`, the first that overlaps a written line; with `allowed_for`, the first not
 /// allowed for that guideline by a `guidebook:allow` comment): its byte offset and 1-based line.
+#[cfg(test)]
 pub fn leaf_line(
     regex: &Regex,
+    within: Within,
+    text: &Text<'_>,
+    edit: &Edit<'_>,
+    allowed_for: Option<&str>,
+) -> Option<(usize, usize)> {
+    leaf_line_in(regex, false, within, text, edit, allowed_for)
+}
+
+/// [`leaf_line`] for a regex whose matches, when `one_line`, never hold a newline: under
+/// `changes` only the written lines are searched (a match that overlaps one starts on it), not
+/// the whole file.
+pub fn leaf_line_in(
+    regex: &Regex,
+    one_line: bool,
     within: Within,
     text: &Text<'_>,
     edit: &Edit<'_>,
@@ -339,6 +359,33 @@ pub fn leaf_line(
             let line = text.lines().line_of(m.start());
             (!allowed(line)).then_some((m.start(), line))
         }),
+        Some(Written::Lines(ranges)) if one_line => {
+            let lines = text.lines();
+            ranges.iter().find_map(|&(first, last)| {
+                // The written lines' bytes, their final newline included, so that `$` and
+                // `\b` at the end see what follows as in the whole file.
+                let start = lines.start_of(first)?;
+                let end = lines.start_of(last + 1).unwrap_or(text.bytes.len());
+                let span = &text.bytes[..end];
+                let mut at = start;
+                while at <= end {
+                    let m = regex.find_at(span, at)?;
+                    let line = lines.line_of(m.start());
+                    if line > last {
+                        return None;
+                    }
+                    if !allowed(line) {
+                        return Some((m.start(), line));
+                    }
+                    at = if m.end() > m.start() {
+                        m.end()
+                    } else {
+                        m.end() + 1
+                    };
+                }
+                None
+            })
+        }
         Some(written) => regex.find_iter(text.bytes).find_map(|m| {
             let (first, last) = text.lines().span(m.start(), m.end());
             (written.overlaps(first, last) && !allowed(first)).then_some((m.start(), first))
@@ -480,6 +527,35 @@ mod leaf_tests {
             Some((0, 1))
         );
         assert_eq!(calls.get(), 1);
+    }
+}
+
+#[cfg(test)]
+mod span_tests {
+    use super::*;
+
+    /// A one-line pattern under `changes` is looked for in the written lines only, and finds
+    /// what the whole-file search finds there: at line ends, next to word boundaries, on the
+    /// last line without a newline, with empty matches, past the file's end.
+    #[test]
+    fn written_spans_find_what_the_whole_file_finds() {
+        let text = Text::new(b"sleep(1)\nx sleep(2)\n\nend sleep(3)");
+        for (pattern, ranges) in [
+            (r"sleep\(\d\)$", vec![(2, 2)]),
+            (r"\bsleep\(", vec![(1, 1), (3, 4)]),
+            (r"^", vec![(3, 3)]),
+            (r"\)$", vec![(4, 4)]),
+            (r"sleep", vec![(9, 12)]),
+            (r"x ", vec![(1, 1), (3, 4)]),
+        ] {
+            let re = Regex::new(&format!("(?m){pattern}")).unwrap();
+            let edit = Edit::known(Written::lines(ranges.clone()));
+            assert_eq!(
+                leaf_line_in(&re, true, Within::Changes, &text, &edit, None),
+                leaf_line_in(&re, false, Within::Changes, &text, &edit, None),
+                "{pattern} on {ranges:?}"
+            );
+        }
     }
 }
 

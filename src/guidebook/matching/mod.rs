@@ -22,11 +22,11 @@ mod matcher;
 mod pattern;
 mod scope;
 
-pub use condition::{leaf_line, Condition, Edit, Text, Within, Written};
+pub use condition::{leaf_line_in, Condition, Edit, Text, Within, Written};
 pub use index::Index;
 pub(crate) use index::{index_of, index_of_hir};
 pub(crate) use matcher::PatternMatcher;
 pub(crate) use pattern::{
-    compile_pattern, one_line_regex_error, parse_and_validate, MAX_PATTERN_LEN,
+    compile_pattern, one_line_regex_error, parse_and_validate, stays_on_one_line, MAX_PATTERN_LEN,
 };
 pub(crate) use scope::{build_glob_sets, compile_path_glob, compile_repository_glob, PathScopes};

@@ -22,6 +22,30 @@ pub(super) fn parse(pattern: &str) -> Option<Hir> {
         .ok()
 }
 
+/// Whether no match of `pattern` can hold a newline, so every match lies on one line: no
+/// literal `\n`, no class that takes it (`\s`, `[^x]`, `(?s).` do). `false` when unsure.
+pub(crate) fn stays_on_one_line(pattern: &str) -> bool {
+    fn walk(hir: &Hir) -> bool {
+        use regex_syntax::hir::{Class, HirKind};
+        match hir.kind() {
+            HirKind::Empty | HirKind::Look(_) => true,
+            HirKind::Literal(l) => !l.0.contains(&b'\n'),
+            HirKind::Class(Class::Unicode(c)) => !c
+                .ranges()
+                .iter()
+                .any(|r| r.start() <= '\n' && '\n' <= r.end()),
+            HirKind::Class(Class::Bytes(c)) => !c
+                .ranges()
+                .iter()
+                .any(|r| r.start() <= b'\n' && b'\n' <= r.end()),
+            HirKind::Repetition(r) => walk(&r.sub),
+            HirKind::Capture(c) => walk(&c.sub),
+            HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().all(walk),
+        }
+    }
+    parse(pattern).is_some_and(|hir| walk(&hir))
+}
+
 /// The regex crate explains a syntax error over several lines (the pattern, a caret, then
 /// `error: …`); a `file:line: message` report needs the one line that says what is wrong.
 pub(crate) fn one_line_regex_error(e: &regex::Error) -> String {
@@ -213,6 +237,30 @@ fn piece_bound(hir: &regex_syntax::hir::Hir) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn patterns_that_stay_on_one_line_are_told_apart() {
+        for one in [
+            r"Thread\.sleep\(",
+            r"!!",
+            r"catch \(e: Exception\)",
+            r"^import x",
+            r"(?i)todo",
+        ] {
+            assert!(stays_on_one_line(one), "{one}");
+        }
+        for many in [
+            r"catch\s*\(",
+            r"@Test[\s\S]*?sleep",
+            r"a\nb",
+            r"(?s)a.b",
+            r"[^;]+;",
+            r"^import\s+x",
+            "x{",
+        ] {
+            assert!(!stays_on_one_line(many), "{many}");
+        }
+    }
 
     #[test]
     fn the_cheap_validation_agrees_with_compiling() {
