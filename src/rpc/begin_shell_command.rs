@@ -33,9 +33,12 @@ pub struct Begun {
 }
 
 pub fn handle(engine: &Engine, params: Params, _: Instant) -> Result<Begun, RpcError> {
-    non_empty("sessionId", &params.session_id)?;
-    non_empty("callId", &params.call_id)?;
-    check_paths(&params.dir, &params.targets)?;
+    check_command(
+        &params.session_id,
+        &params.call_id,
+        &params.dir,
+        &params.targets,
+    )?;
     absolute_paths(&params.mentioned)
         .map_err(|e| RpcError::InvalidParams(e.to_string().replace("filepaths", "mentioned")))?;
     let begun = engine.shell.begin(Begin {
@@ -51,8 +54,21 @@ pub fn handle(engine: &Engine, params: Params, _: Instant) -> Result<Begun, RpcE
     })
 }
 
+/// The params `beginShellCommand` and `endShellCommand` share, checked: `sessionId` and
+/// `callId` not empty, `dir` absolute (when given) and `targets` absolute paths.
+pub(crate) fn check_command(
+    session_id: &str,
+    call_id: &str,
+    dir: &Option<String>,
+    targets: &[String],
+) -> Result<(), RpcError> {
+    non_empty("sessionId", session_id)?;
+    non_empty("callId", call_id)?;
+    check_paths(dir, targets)
+}
+
 /// `dir` absolute (when given) and `targets` absolute paths.
-pub(crate) fn check_paths(dir: &Option<String>, targets: &[String]) -> Result<(), RpcError> {
+fn check_paths(dir: &Option<String>, targets: &[String]) -> Result<(), RpcError> {
     if let Some(dir) = dir {
         if !dir.starts_with('/') || dir.contains('\0') {
             return Err(RpcError::InvalidParams(format!(

@@ -2,11 +2,11 @@
 //! as the edit would leave them. Reads: guideline snapshot, the content given (or the files).
 //! Records nothing but the telemetry of refusals.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{absolute_paths, edits_of, non_empty, RpcError, WrittenParam};
+use super::{checked_edits, deadline_of, RpcError, WrittenParam};
 use crate::enforce::{blocked, Blocked, EnforceError};
 use crate::engine::Engine;
 
@@ -37,17 +37,14 @@ pub fn handle(
     params: Params,
     received: Instant,
 ) -> Result<CheckEditResult, RpcError> {
-    non_empty("sessionId", &params.session_id)?;
-    absolute_paths(&params.filepaths)?;
-    let edits = edits_of(
+    let edits = checked_edits(
+        engine,
+        &params.session_id,
         &params.filepaths,
         params.written,
         params.contents,
-        engine.settings.max_file_bytes,
     )?;
-    let deadline = params
-        .deadline_ms
-        .map(|ms| received + Duration::from_millis(ms));
+    let deadline = deadline_of(received, params.deadline_ms);
     let found = blocked(engine, &params.filepaths, &edits, deadline).map_err(|e| match e {
         EnforceError::DeadlineExceeded => RpcError::DeadlineExceeded,
     })?;

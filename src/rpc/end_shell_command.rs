@@ -3,18 +3,15 @@
 //! searches an edit's. Reads: those files, the watcher's log. Writes: presentation; records
 //! the edit hook (metrics).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Deserialize;
 
-use super::begin_shell_command::check_paths;
-use super::search::FoundGuideline;
-use super::{edits_of, non_empty, RpcError, WrittenParam};
+use super::begin_shell_command::check_command;
+use super::search::{search_edits, FoundGuideline};
+use super::{deadline_of, edits_of, RpcError, WrittenParam};
 use crate::engine::Engine;
-use crate::metrics::HookKind;
-use crate::search::{search, SearchRequest};
 use crate::shell_writes::End;
-use crate::store::Observed;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -36,9 +33,12 @@ pub fn handle(
     params: Params,
     received: Instant,
 ) -> Result<Vec<FoundGuideline>, RpcError> {
-    non_empty("sessionId", &params.session_id)?;
-    non_empty("callId", &params.call_id)?;
-    check_paths(&params.dir, &params.targets)?;
+    check_command(
+        &params.session_id,
+        &params.call_id,
+        &params.dir,
+        &params.targets,
+    )?;
     let changes = engine.shell.end(End {
         session_id: &params.session_id,
         call_id: &params.call_id,
@@ -70,24 +70,13 @@ pub fn handle(
         None,
         engine.settings.max_file_bytes,
     )?;
-    let request = SearchRequest {
-        session_id: &params.session_id,
-        filepaths: &changes.files,
-        edits: &edits,
-        deadline: params
-            .deadline_ms
-            .map(|ms| received + Duration::from_millis(ms)),
-        max_tokens: params.max_tokens,
-    };
-    engine.recorder.record(Observed::Edit {
-        at: crate::time::now_epoch(),
-        session_id: params.session_id.clone(),
-        files: changes.files.len() as u64,
-    });
-    let shown = search(engine, request);
-    let took = received.elapsed();
-    engine.telemetry.hook(HookKind::Edit, took);
-    let shown = shown?;
-    engine.telemetry.search(took, shown.len());
-    Ok(shown.into_iter().map(FoundGuideline::from).collect())
+    search_edits(
+        engine,
+        &params.session_id,
+        &changes.files,
+        &edits,
+        deadline_of(received, params.deadline_ms),
+        params.max_tokens,
+        received,
+    )
 }

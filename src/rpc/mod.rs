@@ -226,6 +226,25 @@ pub(crate) fn absolute_paths(paths: &[String]) -> Result<(), RpcError> {
     Ok(())
 }
 
+/// The moment `deadline_ms` after the request was received, when the caller gave one.
+pub(crate) fn deadline_of(received: Instant, deadline_ms: Option<u64>) -> Option<Instant> {
+    deadline_ms.map(|ms| received + std::time::Duration::from_millis(ms))
+}
+
+/// The params an edit's calls (`search`, `checkEdit`) share, checked: `sessionId` not empty,
+/// `filepaths` absolute, and `written` / `contents` turned into edits (see [`edits_of`]).
+pub(crate) fn checked_edits(
+    engine: &Engine,
+    session_id: &str,
+    filepaths: &[String],
+    written: Option<WrittenParam>,
+    contents: Option<std::collections::HashMap<String, String>>,
+) -> Result<crate::engine::Edits, RpcError> {
+    non_empty("sessionId", session_id)?;
+    absolute_paths(filepaths)?;
+    edits_of(filepaths, written, contents, engine.settings.max_file_bytes)
+}
+
 /// The most written-line ranges one file may carry.
 pub(crate) const MAX_WRITTEN_RANGES: usize = 100_000;
 

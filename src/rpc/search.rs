@@ -1,12 +1,12 @@
 //! Answers `search`: validates the params and runs [`crate::search::search`]. Reads: guideline
 //! snapshot, files. Writes: presentation; records the edit hook (metrics).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{absolute_paths, edits_of, non_empty, RpcError, WrittenParam};
-use crate::engine::Engine;
+use super::{checked_edits, deadline_of, RpcError, WrittenParam};
+use crate::engine::{Edits, Engine};
 use crate::metrics::HookKind;
 use crate::search::{search, SearchRequest, ShownGuideline};
 use crate::store::Observed;
@@ -51,27 +51,46 @@ pub fn handle(
     params: Params,
     received: Instant,
 ) -> Result<Vec<FoundGuideline>, RpcError> {
-    non_empty("sessionId", &params.session_id)?;
-    absolute_paths(&params.filepaths)?;
-    let edits = edits_of(
+    let edits = checked_edits(
+        engine,
+        &params.session_id,
         &params.filepaths,
         params.written,
         params.contents,
-        engine.settings.max_file_bytes,
     )?;
+    search_edits(
+        engine,
+        &params.session_id,
+        &params.filepaths,
+        &edits,
+        deadline_of(received, params.deadline_ms),
+        params.max_tokens,
+        received,
+    )
+}
+
+/// Searches the edits of `filepaths`, as `search` and `endShellCommand` both do: records the
+/// edit hook (metrics), runs [`crate::search::search`], and times it (telemetry).
+pub(super) fn search_edits(
+    engine: &Engine,
+    session_id: &str,
+    filepaths: &[String],
+    edits: &Edits,
+    deadline: Option<Instant>,
+    max_tokens: Option<u64>,
+    received: Instant,
+) -> Result<Vec<FoundGuideline>, RpcError> {
     let request = SearchRequest {
-        session_id: &params.session_id,
-        filepaths: &params.filepaths,
-        edits: &edits,
-        deadline: params
-            .deadline_ms
-            .map(|ms| received + Duration::from_millis(ms)),
-        max_tokens: params.max_tokens,
+        session_id,
+        filepaths,
+        edits,
+        deadline,
+        max_tokens,
     };
     engine.recorder.record(Observed::Edit {
         at: crate::time::now_epoch(),
-        session_id: params.session_id.clone(),
-        files: params.filepaths.len() as u64,
+        session_id: session_id.to_string(),
+        files: filepaths.len() as u64,
     });
     let shown = search(engine, request);
     let took = received.elapsed();
