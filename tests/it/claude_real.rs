@@ -7,103 +7,13 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
 use crate::agents::{
-    install_shim_hooks, npm_cli, printed, python_with_an_unused_import, ruff_exe, sse, HungSidecar,
-    MockServer, Scene, CLAUDE_CODE,
+    install_shim_hooks, printed, python_with_an_unused_import, ruff_exe, HungSidecar, Scene,
 };
 use crate::harness::*;
-
-/// The Anthropic Messages API as Claude Code streams it: each request that offers tools gets the
-/// next scripted `tool_use` block (then a closing text), anything else a short text answer.
-struct MockMessages {
-    server: MockServer,
-}
-
-impl MockMessages {
-    fn start(script: Vec<(&'static str, Value)>) -> MockMessages {
-        let script = Mutex::new(script.into_iter());
-        let server = MockServer::start(move |request, n| {
-            if request.method != "POST" || !request.path.starts_with("/v1/messages") {
-                return (200, "application/json", "{}".to_string());
-            }
-            if request.path.contains("count_tokens") {
-                return (
-                    200,
-                    "application/json",
-                    r#"{"input_tokens":10}"#.to_string(),
-                );
-            }
-            let model = request.body["model"].clone();
-            let message = json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
-                "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": 10, "output_tokens": 1}});
-            let offers_tools = request.body["tools"]
-                .as_array()
-                .is_some_and(|t| !t.is_empty());
-            let tool = offers_tools
-                .then(|| script.lock().unwrap().next())
-                .flatten();
-            let (block, delta, stop) = match tool {
-                Some((name, input)) => (
-                    json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}),
-                    json!({"type": "input_json_delta", "partial_json": input.to_string()}),
-                    "tool_use",
-                ),
-                None => (
-                    json!({"type": "text", "text": ""}),
-                    json!({"type": "text_delta", "text": "Done."}),
-                    "end_turn",
-                ),
-            };
-            if request.body["stream"] != true {
-                let mut whole = message.clone();
-                whole["content"] = json!([{"type": "text", "text": "Done."}]);
-                whole["stop_reason"] = json!("end_turn");
-                return (200, "application/json", whole.to_string());
-            }
-            let events = sse(&[
-                (
-                    "message_start",
-                    json!({"type": "message_start", "message": message}),
-                ),
-                (
-                    "content_block_start",
-                    json!({"type": "content_block_start", "index": 0, "content_block": block}),
-                ),
-                (
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-                ),
-                (
-                    "content_block_stop",
-                    json!({"type": "content_block_stop", "index": 0}),
-                ),
-                (
-                    "message_delta",
-                    json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
-                ),
-                ("message_stop", json!({"type": "message_stop"})),
-            ]);
-            (200, "text/event-stream", events)
-        });
-        MockMessages { server }
-    }
-
-    /// The model requests that offered tools (the agent's own turns), in order.
-    fn turns(&self) -> Vec<Value> {
-        self.server
-            .requests()
-            .into_iter()
-            .filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens"))
-            .map(|r| r.body)
-            .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
-            .collect()
-    }
-}
 
 fn claude(
     home: &Path,
@@ -113,7 +23,7 @@ fn claude(
     prompt: &str,
     extra: &[&str],
 ) -> std::process::Output {
-    let mut cmd = Command::new(npm_cli(CLAUDE_CODE));
+    let mut cmd = claude_command(home, work, mock, socket);
     cmd.args([
         "-p",
         prompt,
@@ -122,24 +32,7 @@ fn claude(
         "--model",
         "claude-sonnet-4-5",
     ])
-    .args(extra)
-    .current_dir(work)
-    .env_clear()
-    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-    .env("HOME", home)
-    .env(
-        "ANTHROPIC_BASE_URL",
-        format!("http://127.0.0.1:{}", mock.server.port),
-    )
-    .env("ANTHROPIC_API_KEY", "sk-not-a-real-key")
-    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-    .env("DISABLE_TELEMETRY", "1")
-    .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
-    .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
-    .env(
-        "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
-        PATIENT_HOOK_TIMEOUT_MS,
-    );
+    .args(extra);
     run_bounded(cmd, b"", "claude -p")
 }
 

@@ -11,14 +11,12 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, Mutex};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agents::{
-    npm_cli, python_with_an_unused_import, ruff_exe, sse, HungSidecar, MockServer, Scene, CODEX,
-};
+use crate::agents::{npm_cli, python_with_an_unused_import, ruff_exe, HungSidecar, Scene, CODEX};
 use crate::harness::*;
 
 fn codex_binary() -> PathBuf {
@@ -68,21 +66,6 @@ fn hooks_list(codex_home: &Path, cwd: &Path) -> Vec<Value> {
         .clone()
 }
 
-fn install(home: &Path, args: &[&str]) -> String {
-    let mut cmd = Command::new(guidebook_exe());
-    cmd.env_clear()
-        .env("HOME", home)
-        .args(["hooks", "install", "--codex"])
-        .args(args);
-    let out = run_bounded(cmd, b"", "guidebook hooks install");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn statuses(hooks: &[Value]) -> Vec<(String, String)> {
     hooks
         .iter()
@@ -104,7 +87,7 @@ fn the_real_codex_trusts_exactly_the_hooks_we_write_trust_records_for() {
     let shim = shim.to_str().unwrap();
 
     // Installed as before this fix: Codex lists them, and would run none.
-    let said = install(home.path(), &["--hook-command", shim]);
+    let said = install_codex_hooks(home.path(), &["--hook-command", shim]);
     assert!(said.contains("review them in /hooks"), "{said}");
     let hooks = hooks_list(&codex_home, home.path());
     let events = ["preToolUse", "postToolUse", "postCompact", "sessionStart"];
@@ -115,7 +98,7 @@ fn the_real_codex_trusts_exactly_the_hooks_we_write_trust_records_for() {
     );
 
     // With --trust, every one of ours is trusted, with the hash Codex computes itself.
-    install(home.path(), &["--hook-command", shim, "--trust"]);
+    install_codex_hooks(home.path(), &["--hook-command", shim, "--trust"]);
     let hooks = hooks_list(&codex_home, home.path());
     assert_eq!(
         statuses(&hooks),
@@ -131,7 +114,7 @@ fn the_real_codex_trusts_exactly_the_hooks_we_write_trust_records_for() {
     }
 
     // The binary moved: the records no longer match, and Codex says so.
-    install(
+    install_codex_hooks(
         home.path(),
         &["--hook-command", "/somewhere/else/guidebook-hook"],
     );
@@ -199,60 +182,6 @@ fn the_real_codex_trusts_our_project_hooks_and_not_a_look_alike() {
     assert_eq!(by_command(false), [evil], "{hooks:?}");
 }
 
-/// A local stand-in for the OpenAI Responses API that Codex streams from: each model request
-/// gets the next scripted output item (a tool call, say), then an assistant message, as
-/// server-sent events; every request is kept for the test to read.
-struct MockResponses {
-    server: MockServer,
-}
-
-impl MockResponses {
-    fn start(script: Vec<Value>) -> MockResponses {
-        let script = Mutex::new(script.into_iter());
-        let server = MockServer::start(move |request, n| {
-            if request.method != "POST" {
-                return (200, "application/json", r#"{"models":[]}"#.to_string());
-            }
-            let item = script.lock().unwrap().next().unwrap_or_else(|| {
-                serde_json::json!({"type": "message", "role": "assistant", "id": format!("msg_{n}"),
-                    "content": [{"type": "output_text", "text": "Done."}]})
-            });
-            let id = format!("resp_{n}");
-            let events = sse(&[
-                (
-                    "response.created",
-                    serde_json::json!({"type": "response.created", "response": {"id": id}}),
-                ),
-                (
-                    "response.output_item.done",
-                    serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
-                ),
-                (
-                    "response.completed",
-                    serde_json::json!({"type": "response.completed", "response": {"id": id,
-                    "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}),
-                ),
-            ]);
-            (200, "text/event-stream", events)
-        });
-        MockResponses { server }
-    }
-
-    fn port(&self) -> u16 {
-        self.server.port
-    }
-
-    /// The bodies of the model requests, in order.
-    fn requests(&self) -> Vec<Value> {
-        self.server
-            .requests()
-            .into_iter()
-            .filter(|r| r.method == "POST")
-            .map(|r| r.body)
-            .collect()
-    }
-}
-
 /// Codex's `apply_patch`, as the model calls it: a custom tool whose input is the patch.
 fn apply_patch_call(id: &str, patch: &str) -> Value {
     serde_json::json!({"type": "custom_tool_call", "id": format!("ctc_{id}"), "call_id": format!("call_{id}"),
@@ -262,28 +191,6 @@ fn apply_patch_call(id: &str, patch: &str) -> Value {
 fn add_file(rel: &str, content: &str) -> String {
     let body: String = content.lines().map(|l| format!("+{l}\n")).collect();
     format!("*** Begin Patch\n*** Add File: {rel}\n{body}*** End Patch\n")
-}
-
-/// A scratch user for Codex: its home with `.codex/config.toml` pointing the model at `mock`,
-/// our hooks installed (and trusted, unless `trust` is false) running the real shim.
-fn codex_user(home: &Path, mock: &MockResponses, trust: bool) {
-    let codex_home = home.join(".codex");
-    std::fs::create_dir_all(&codex_home).unwrap();
-    std::fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\n\
-             base_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
-            mock.port()
-        ),
-    )
-    .unwrap();
-    let shim = shim_exe();
-    let mut args = vec!["--hook-command", shim.to_str().unwrap()];
-    if trust {
-        args.push("--trust");
-    }
-    install(home, &args);
 }
 
 /// Like [`codex_user`], with the `mcp_tool` wiring (`install --codex --mcp --trust`) whose MCP
@@ -306,47 +213,6 @@ fn codex_mcp_user(home: &Path, mock: &MockResponses, socket: &Path) -> PathBuf {
     home.join("no-sidecar.sock")
 }
 
-/// `codex exec` in `work` for `home`'s user, with the hooks finding `socket`.
-fn codex_exec(home: &Path, work: &Path, socket: &Path, prompt: &str) -> std::process::Output {
-    let mut cmd = Command::new(codex_binary());
-    cmd.args([
-        "exec",
-        "--skip-git-repo-check",
-        "-s",
-        "workspace-write",
-        prompt,
-    ])
-    .current_dir(work)
-    .env_clear()
-    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-    .env("HOME", home)
-    .env("CODEX_HOME", home.join(".codex"))
-    .env("MOCK_API_KEY", "not-a-real-key")
-    .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
-    .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
-    .env(
-        "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
-        PATIENT_HOOK_TIMEOUT_MS,
-    );
-    run_bounded(cmd, b"", "codex exec")
-}
-
-/// The texts of the `developer` messages in one request Codex sent.
-fn developer_texts(request: &Value) -> Vec<String> {
-    request["input"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|item| item["role"] == "developer")
-        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
-        .filter_map(|c| c["text"].as_str().map(str::to_owned))
-        .collect()
-}
-
-/// The promise, with the real Codex: an `apply_patch` edit of a Kotlin file in a repository in
-/// scope puts the guideline into Codex's very next request to the model (hooks trusted by
-/// `--trust`, no bypass flag), once per session; a new session shows it again; without a
-/// sidecar the agent finishes its task as if no hook were there.
 #[test]
 fn a_codex_edit_puts_the_guideline_into_its_next_request_once_per_session() {
     let Scene {
@@ -734,7 +600,7 @@ fn a_codex_update_shows_an_in_changes_guideline_only_for_the_lines_it_wrote() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    install(
+    install_codex_hooks(
         &home,
         &["--hook-command", wrapper.to_str().unwrap(), "--trust"],
     );

@@ -6,125 +6,12 @@
 //! a sidecar the task completes and the user sees no hook message. Reads: the npm registry once
 //! per cache directory; writes: temp directories.
 
-use std::path::Path;
-use std::process::Command;
-use std::sync::Mutex;
-
 use serde_json::{json, Value};
 
 use crate::agents::{
-    install_shim_hooks, npm_cli, printed, python_with_an_unused_import, ruff_exe, HungSidecar,
-    MockServer, Scene, GEMINI_CLI,
+    install_shim_hooks, printed, python_with_an_unused_import, ruff_exe, HungSidecar, Scene,
 };
 use crate::harness::*;
-
-/// The Gemini API as Gemini CLI streams it (`streamGenerateContent?alt=sse`): each agent turn
-/// (a request that offers tools) gets the next scripted function call, then a closing text;
-/// its side requests (token counts, checks) get a bare answer.
-struct MockGemini {
-    server: MockServer,
-}
-
-impl MockGemini {
-    fn start(script: Vec<(&'static str, Value)>) -> MockGemini {
-        let script = Mutex::new(script.into_iter());
-        let server = MockServer::start(move |request, _| {
-            if request.path.contains(":countTokens") {
-                return (200, "application/json", r#"{"totalTokens":10}"#.to_string());
-            }
-            let usage =
-                json!({"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15});
-            let offers_tools = request.body["tools"]
-                .as_array()
-                .is_some_and(|t| !t.is_empty());
-            let parts = match offers_tools
-                .then(|| script.lock().unwrap().next())
-                .flatten()
-            {
-                Some((name, args)) => json!([{"functionCall": {"name": name, "args": args}}]),
-                None if offers_tools => json!([{"text": "Done."}]),
-                None => json!([{"text": "{}"}]),
-            };
-            let chunk = json!({"candidates": [{"content": {"role": "model", "parts": parts},
-                "finishReason": "STOP", "index": 0}], "usageMetadata": usage});
-            if request.path.contains(":streamGenerateContent") {
-                (200, "text/event-stream", format!("data: {chunk}\r\n\r\n"))
-            } else {
-                (200, "application/json", chunk.to_string())
-            }
-        });
-        MockGemini { server }
-    }
-
-    /// The agent's turns (requests that offered tools), in order.
-    fn turns(&self) -> Vec<Value> {
-        self.server
-            .requests()
-            .into_iter()
-            .map(|r| r.body)
-            .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
-            .collect()
-    }
-}
-
-fn gemini(
-    home: &Path,
-    work: &Path,
-    mock: &MockGemini,
-    socket: &Path,
-    prompt: &str,
-) -> std::process::Output {
-    gemini_with_budget(
-        home,
-        work,
-        mock,
-        socket,
-        prompt,
-        PATIENT_HOOK_TIMEOUT_MS,
-        &[],
-    )
-}
-
-/// [`gemini`] with the shim's hook budget (`ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS`) set to
-/// `budget_ms`.
-fn gemini_with_budget(
-    home: &Path,
-    work: &Path,
-    mock: &MockGemini,
-    socket: &Path,
-    prompt: &str,
-    budget_ms: &str,
-    extra: &[&str],
-) -> std::process::Output {
-    let mut cmd = Command::new(npm_cli(GEMINI_CLI));
-    cmd.args(["-m", "gemini-2.5-pro", "-p", prompt, "--yolo"])
-        .args(extra)
-        .current_dir(work)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("GEMINI_API_KEY", "not-a-real-key")
-        .env(
-            "GOOGLE_GEMINI_BASE_URL",
-            format!("http://127.0.0.1:{}", mock.server.port),
-        )
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-        .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
-        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
-        .env("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", budget_ms);
-    run_bounded(cmd, b"", "gemini -p")
-}
-
-/// A headless user of the Gemini API: Gemini CLI needs the auth type named for a custom base
-/// URL.
-fn gemini_api_user(home: &Path) {
-    std::fs::create_dir_all(home.join(".gemini")).unwrap();
-    std::fs::write(
-        home.join(".gemini/settings.json"),
-        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n",
-    )
-    .unwrap();
-}
 
 fn shown(request: &Value) -> usize {
     request["contents"]

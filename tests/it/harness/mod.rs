@@ -7,9 +7,10 @@
 //! The rest, one concern a file: [`shim`] (building and running `guidebook-hook`, checking its
 //! output against the hosts' schemas), [`sidecar`] (a real `guidebook serve` and talking to
 //! it), [`http`] (a minimal client on the socket), [`guidebooks`], [`git`], [`events`] and
-//! [`block`] (what the tests serve, edit and send). Every test module takes it all with
-//! `use crate::harness::*`.
+//! [`block`] (what the tests serve, edit and send), [`agent_runs`] (the real agents' mock
+//! model APIs and launches). Every test module takes it all with `use crate::harness::*`.
 
+mod agent_runs;
 mod block;
 mod events;
 mod git;
@@ -18,6 +19,7 @@ mod http;
 mod shim;
 mod sidecar;
 
+pub use agent_runs::*;
 pub use block::*;
 pub use events::*;
 pub use git::*;
