@@ -27,10 +27,10 @@ use serde_json::Value;
 use crate::breaker::{gate_calls, gate_verdict, BreakerAction, BreakerVerdict};
 use crate::event::{Command, EditRequest, EventName, HookEvent, Host, Replacement, ToolInput};
 use crate::hook::SidecarLink;
-use crate::patch::{parse_patch, shell_patches, FileOp};
-use crate::paths::{resolve, resolve_dir};
+use crate::patch::{argv_patch, resolved_ops, shell_patches_in, ResolvedOp};
+use crate::paths::resolve;
 use crate::protocol::{batch, CheckEdit};
-use crate::written::{codex_update, unchanged, Before, MAX_CONTENTS_BYTES, MAX_RANGES};
+use crate::written::{all_lines, codex_update, unchanged, Before, MAX_CONTENTS_BYTES, MAX_RANGES};
 
 /// The most hits one deny reason lists; the rest are counted.
 const MAX_HITS_SHOWN: usize = 5;
@@ -112,22 +112,15 @@ pub fn plan_check(event: &HookEvent, read: &mut ReadBefore) -> Option<EditCheck>
             ..
         } => {
             let base = event.command_dir();
-            match command {
-                Command::Argv(argv)
-                    if argv.len() >= 2
-                        && matches!(argv[0].as_str(), "apply_patch" | "applypatch") =>
-                {
-                    patch_images(&argv[1], base.as_deref(), read, &mut images);
-                }
-                _ => {
-                    let script = command.text();
-                    for shell_patch in shell_patches(&script) {
-                        let dir = match shell_patch.dir {
-                            Some(dir) => resolve_dir(base.as_deref(), dir),
-                            None => base.clone(),
-                        };
-                        patch_images(shell_patch.patch, dir.as_deref(), read, &mut images);
-                    }
+            let argv_patch = match command {
+                Command::Argv(argv) => argv_patch(argv),
+                Command::Script(_) => None,
+            };
+            if let Some(patch) = argv_patch {
+                patch_images(patch, base.as_deref(), read, &mut images);
+            } else {
+                for (patch, dir) in shell_patches_in(&command.text(), base.as_deref()) {
+                    patch_images(patch, dir.as_deref(), read, &mut images);
                 }
             }
         }
@@ -201,36 +194,19 @@ fn patch_images(
     read: &mut dyn FnMut(&str) -> Before,
     images: &mut Images,
 ) {
-    let Some(ops) = parse_patch(patch) else {
-        return;
-    };
-    for op in ops {
+    for op in resolved_ops(patch, base) {
         match op {
-            FileOp::Add { path, lines } => {
-                if let Some(path) = resolve(base, path) {
-                    // Codex writes each `+` line followed by a newline.
-                    let content: String = lines.iter().map(|line| format!("{line}\n")).collect();
-                    images.put(path, Some((content, all_lines(lines.len()))));
-                }
+            ResolvedOp::Add { path, lines } => {
+                // Codex writes each `+` line followed by a newline.
+                let content: String = lines.iter().map(|line| format!("{line}\n")).collect();
+                images.put(path, Some((content, all_lines(lines.len()))));
             }
-            FileOp::Delete { path } => {
-                if let Some(path) = resolve(base, path) {
-                    images.put(path, None);
-                }
-            }
-            FileOp::Update {
-                path,
-                move_to,
+            ResolvedOp::Delete { path } => images.put(path, None),
+            ResolvedOp::Update {
+                source,
+                target,
                 chunks,
             } => {
-                let Some(source) = resolve(base, path) else {
-                    continue;
-                };
-                let target = match move_to.map(|to| resolve(base, to)) {
-                    Some(Some(to)) => to,
-                    Some(None) => continue,
-                    None => source.clone(),
-                };
                 let image = match read(&source) {
                     Before::Text(before) => codex_update(&before, &chunks),
                     Before::Missing | Before::Unreadable => None,
@@ -241,15 +217,6 @@ fn patch_images(
                 images.put(target, image);
             }
         }
-    }
-}
-
-/// `[[1, n]]`, or nothing for an empty file.
-fn all_lines(n: usize) -> Vec<[u64; 2]> {
-    if n == 0 {
-        Vec::new()
-    } else {
-        vec![[1, n as u64]]
     }
 }
 

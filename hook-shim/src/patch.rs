@@ -403,6 +403,86 @@ fn cd_prefix(before: &str) -> Option<&str> {
     Some(unquoted.unwrap_or(dir)).filter(|d| !d.is_empty())
 }
 
+/// What one file operation of a patch does, its paths resolved against the directory `base`
+/// (see [`resolved_ops`]).
+pub(crate) enum ResolvedOp<'a> {
+    /// `path` added with `lines`.
+    Add { path: String, lines: Vec<&'a str> },
+    /// `path` deleted.
+    Delete { path: String },
+    /// `source` updated by `chunks` and left at `target` (`source` itself unless moved).
+    Update {
+        source: String,
+        target: String,
+        chunks: Vec<Chunk<'a>>,
+    },
+}
+
+/// The file operations of `patch` ([`parse_patch`]; none where Codex would reject it), their
+/// paths resolved against `base`: an operation whose path, or whose `*** Move to`, does not
+/// resolve is left out.
+pub(crate) fn resolved_ops<'a>(patch: &'a str, base: Option<&str>) -> Vec<ResolvedOp<'a>> {
+    let resolve = |path| crate::paths::resolve(base, path);
+    let Some(ops) = parse_patch(patch) else {
+        return Vec::new();
+    };
+    ops.into_iter()
+        .filter_map(|op| match op {
+            FileOp::Add { path, lines } => Some(ResolvedOp::Add {
+                path: resolve(path)?,
+                lines,
+            }),
+            FileOp::Delete { path } => Some(ResolvedOp::Delete {
+                path: resolve(path)?,
+            }),
+            FileOp::Update {
+                path,
+                move_to,
+                chunks,
+            } => {
+                let source = resolve(path)?;
+                let target = match move_to {
+                    Some(to) => resolve(to)?,
+                    None => source.clone(),
+                };
+                Some(ResolvedOp::Update {
+                    source,
+                    target,
+                    chunks,
+                })
+            }
+        })
+        .collect()
+}
+
+/// The patch of an `apply_patch PATCH` (or `applypatch PATCH`) argv, if it is one.
+pub(crate) fn argv_patch(argv: &[String]) -> Option<&str> {
+    match argv {
+        [program, patch, ..] if matches!(program.as_str(), "apply_patch" | "applypatch") => {
+            Some(patch.as_str())
+        }
+        _ => None,
+    }
+}
+
+/// The patches a shell script runs ([`shell_patches`]), each with the directory its relative
+/// paths are relative to: its `cd DIR`'s, resolved against `base`, or `base` itself.
+pub(crate) fn shell_patches_in<'a>(
+    script: &'a str,
+    base: Option<&str>,
+) -> Vec<(&'a str, Option<String>)> {
+    shell_patches(script)
+        .into_iter()
+        .map(|shell_patch| {
+            let dir = match shell_patch.dir {
+                Some(dir) => crate::paths::resolve_dir(base, dir),
+                None => base.map(str::to_owned),
+            };
+            (shell_patch.patch, dir)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,8 +24,10 @@ use std::io::Read;
 use std::rc::Rc;
 
 use crate::event::{EditReport, HookEvent, LineSet, ToolInput};
-use crate::patch::{parse_patch, shell_patches, summary_targets, Chunk, FileOp, Side};
-use crate::paths::{resolve, resolve_dir};
+use crate::patch::{
+    argv_patch, resolved_ops, shell_patches_in, summary_targets, Chunk, ResolvedOp, Side,
+};
+use crate::paths::resolve;
 
 /// The most of one file the shim reads (the sidecar reads no more either): a larger file is
 /// left out.
@@ -149,14 +151,7 @@ pub fn written(event: &HookEvent, filepaths: &[String], read: &mut ReadFile) -> 
             let base = event.command_dir();
             let applied = Applied::from_output(tool.output.as_deref(), base.as_deref());
             let argv_patch = match command {
-                crate::event::Command::Argv(argv) => match &argv[..] {
-                    [program, patch, ..]
-                        if matches!(program.as_str(), "apply_patch" | "applypatch") =>
-                    {
-                        Some(patch.as_str())
-                    }
-                    _ => None,
-                },
+                crate::event::Command::Argv(argv) => argv_patch(argv),
                 crate::event::Command::Script(_) => None,
             };
             if let Some(patch) = argv_patch {
@@ -167,18 +162,8 @@ pub fn written(event: &HookEvent, filepaths: &[String], read: &mut ReadFile) -> 
                     crate::event::Command::Argv(argv) => argv.iter().map(String::as_str).collect(),
                 };
                 for script in scripts {
-                    for shell_patch in shell_patches(script) {
-                        let dir = match shell_patch.dir {
-                            Some(dir) => resolve_dir(base.as_deref(), dir),
-                            None => base.clone(),
-                        };
-                        patch_lines(
-                            shell_patch.patch,
-                            dir.as_deref(),
-                            &applied,
-                            read,
-                            &mut found,
-                        );
+                    for (patch, dir) in shell_patches_in(script, base.as_deref()) {
+                        patch_lines(patch, dir.as_deref(), &applied, read, &mut found);
                     }
                 }
             }
@@ -356,42 +341,17 @@ fn patch_lines(
     read: &mut Texts,
     found: &mut Found,
 ) {
-    let Some(ops) = parse_patch(patch) else {
-        return;
-    };
-    for op in ops {
+    for op in resolved_ops(patch, base) {
         match op {
-            FileOp::Add { path, lines } => {
-                if let Some(path) = resolve(base, path) {
-                    let count = lines.len() as u64;
-                    let lines = if count == 0 {
-                        Vec::new()
-                    } else {
-                        vec![[1, count]]
-                    };
-                    found.put(path, Some(FileLines::Lines(lines)));
-                }
+            ResolvedOp::Add { path, lines } => {
+                found.put(path, Some(FileLines::Lines(all_lines(lines.len()))));
             }
-            FileOp::Delete { path } => {
-                if let Some(path) = resolve(base, path) {
-                    found.put(path, None);
-                }
-            }
-            FileOp::Update {
-                path,
-                move_to,
+            ResolvedOp::Delete { path } => found.put(path, None),
+            ResolvedOp::Update {
+                source,
+                target,
                 chunks,
             } => {
-                let Some(source) = resolve(base, path) else {
-                    continue;
-                };
-                let target = match move_to {
-                    Some(to) => match resolve(base, to) {
-                        Some(to) => to,
-                        None => continue,
-                    },
-                    None => source.clone(),
-                };
                 let lines = update_lines(&chunks, &target, &source, applied, read);
                 if target != source {
                     found.put(source, None);
@@ -399,6 +359,15 @@ fn patch_lines(
                 found.put(target, lines);
             }
         }
+    }
+}
+
+/// `[[1, n]]`, or nothing for an empty file: every line of a file of `n` lines.
+pub(crate) fn all_lines(n: usize) -> Vec<[u64; 2]> {
+    if n == 0 {
+        Vec::new()
+    } else {
+        vec![[1, n as u64]]
     }
 }
 
