@@ -479,7 +479,7 @@ fn quoted_content(content: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::ClientError;
+    use crate::hook::scripted::Scripted;
     use serde_json::json;
 
     /// The check of `event` with `files` as the disk, by path; each file read at most once.
@@ -798,36 +798,8 @@ mod tests {
         assert_eq!(deny_reason(&json!([]), None), None);
     }
 
-    /// A sidecar that answers from a script and remembers what it was asked.
-    struct Scripted {
-        answer: Result<String, ()>,
-        asked: Vec<(String, bool)>,
-        reports: Vec<String>,
-    }
-
-    impl SidecarLink for Scripted {
-        fn exchange(
-            &mut self,
-            body: &dyn Fn(u64) -> String,
-            may_start: bool,
-        ) -> Result<Vec<u8>, ClientError> {
-            self.asked.push((body(700), may_start));
-            match &self.answer {
-                Ok(answer) => Ok(answer.clone().into_bytes()),
-                Err(()) => Err(ClientError::TimedOut),
-            }
-        }
-        fn report(&mut self, problem: &str) {
-            self.reports.push(problem.to_owned());
-        }
-    }
-
     fn link(answer: Result<&str, ()>) -> Scripted {
-        Scripted {
-            answer: answer.map(str::to_owned),
-            asked: Vec::new(),
-            reports: Vec::new(),
-        }
+        Scripted::always(answer, 700)
     }
 
     const BLOCKED: &str =

@@ -160,16 +160,43 @@ pub fn handle_event<P: Borrow<Protected>>(
     HookPlan::of(event, protected)?.run(max_tokens, link)
 }
 
+/// A sidecar for unit tests: it answers from a script and remembers what it was asked.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
+pub(crate) mod scripted {
+    use super::{ClientError, SidecarLink};
 
-    /// A sidecar that answers from a script and remembers what it was asked.
-    struct Scripted {
+    pub(crate) struct Scripted {
+        /// The deadline each request body is asked for.
+        deadline_ms: u64,
         answers: Vec<Result<String, ()>>,
-        asked: Vec<(String, bool)>,
-        reports: Vec<String>,
+        /// Whether the last answer stays for every exchange after it; else each answer is
+        /// given once (and an exchange past them all panics).
+        keep_last: bool,
+        /// Each request body and whether the sidecar might have been started for it.
+        pub(crate) asked: Vec<(String, bool)>,
+        pub(crate) reports: Vec<String>,
+    }
+
+    impl Scripted {
+        /// Answers every exchange with `answer` (`Err`: timed out).
+        pub(crate) fn always(answer: Result<&str, ()>, deadline_ms: u64) -> Scripted {
+            Scripted::new(vec![answer], true, deadline_ms)
+        }
+
+        /// Answers the exchanges with `answers` in turn, each once.
+        pub(crate) fn in_turn(answers: Vec<Result<&str, ()>>, deadline_ms: u64) -> Scripted {
+            Scripted::new(answers, false, deadline_ms)
+        }
+
+        fn new(answers: Vec<Result<&str, ()>>, keep_last: bool, deadline_ms: u64) -> Scripted {
+            Scripted {
+                deadline_ms,
+                answers: answers.into_iter().map(|a| a.map(str::to_owned)).collect(),
+                keep_last,
+                asked: Vec::new(),
+                reports: Vec::new(),
+            }
+        }
     }
 
     impl SidecarLink for Scripted {
@@ -178,8 +205,13 @@ mod tests {
             body: &dyn Fn(u64) -> String,
             may_start: bool,
         ) -> Result<Vec<u8>, ClientError> {
-            self.asked.push((body(1234), may_start));
-            match self.answers.remove(0) {
+            self.asked.push((body(self.deadline_ms), may_start));
+            let answer = if self.keep_last && self.answers.len() == 1 {
+                self.answers[0].clone()
+            } else {
+                self.answers.remove(0)
+            };
+            match answer {
                 Ok(answer) => Ok(answer.into_bytes()),
                 Err(()) => Err(ClientError::TimedOut),
             }
@@ -188,13 +220,16 @@ mod tests {
             self.reports.push(problem.to_owned());
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scripted::Scripted;
+    use super::*;
+    use serde_json::json;
 
     fn scripted(answers: Vec<Result<&str, ()>>) -> Scripted {
-        Scripted {
-            answers: answers.into_iter().map(|a| a.map(str::to_owned)).collect(),
-            asked: Vec::new(),
-            reports: Vec::new(),
-        }
+        Scripted::in_turn(answers, 1234)
     }
 
     #[test]
