@@ -40,6 +40,7 @@
 //! Leaves, which import nothing of the above:
 //! - [`watched`]: one mechanism for watched files (stamps, capped reads, last-good states).
 //! - [`files`]: reads changed files safely (no FIFO hangs, capped size).
+//! - [`git`]: runs git bounded in time and output, with the caller's git environment removed.
 //! - [`repo`]: a file's repository identity from `git remote get-url origin`, cached.
 //! - [`language`]: a file's language from its name.
 //! - [`tokens`]: exact token counts (embedded `cl100k_base`/`o200k_base`) or the estimate.
@@ -66,6 +67,7 @@ pub(crate) mod evaluation;
 pub(crate) mod explain;
 pub(crate) mod files;
 pub mod flags;
+pub(crate) mod git;
 pub mod guidebook;
 pub(crate) mod language;
 pub(crate) mod mcp;

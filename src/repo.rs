@@ -4,9 +4,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// How long one `git remote get-url` may take before it is abandoned and the file treated as
 /// having no origin. A wedged git must never wedge a search.
@@ -119,40 +118,19 @@ pub fn find_repository(file: &Path) -> Option<RepositoryRoot> {
 /// Runs `git remote get-url origin` in `root`, bounded by [`GIT_TIMEOUT`]. The URL may hold
 /// credentials, so it is returned to be normalised and never logged.
 fn origin_url(root: &Path) -> Option<String> {
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["remote", "get-url", "origin"])
-        // The daemon's own environment must not redirect git to another repository.
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_COMMON_DIR")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| tracing::warn!("cannot run git: {e}"))
-        .ok()?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => break,
-            Ok(Some(_)) => return None,
-            Ok(None) if started.elapsed() > GIT_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                tracing::warn!(root = %root.display(), "git remote get-url timed out");
-                return None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(_) => return None,
+    let args = ["remote", "get-url", "origin"].map(std::ffi::OsStr::new);
+    let run = match crate::git::run_git(root, &args, GIT_TIMEOUT, 64 << 10) {
+        Ok(run) => run,
+        Err(e) => {
+            tracing::warn!(root = %root.display(), "git remote get-url: {e}");
+            return None;
         }
+    };
+    if !run.success {
+        return None;
     }
-    let mut out = String::new();
-    use std::io::Read;
-    child.stdout.take()?.read_to_string(&mut out).ok()?;
-    let url = out.trim();
+    let url = String::from_utf8(run.stdout).ok()?;
+    let url = url.trim();
     (!url.is_empty()).then(|| url.to_string())
 }
 

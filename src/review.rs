@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::changes::{cat_blobs, parse_diff, run_git, GitFailure, GitRun, NewSide};
+use crate::changes::{cat_blobs, parse_diff, NewSide};
 use crate::evaluation::{evaluate_content, EvaluationMemo, FileEdit};
 use crate::files::{self, Skip};
+use crate::git::{run_git, GitFailure, GitRun};
 use crate::guidebook::{Guideline, GuidelineSnapshot, Severity, Written};
 use crate::repo::RepositoryResolver;
 

@@ -360,6 +360,10 @@ impl GuidelineSnapshot {
         }
         let mut found = marked(&hit);
         let mut allowed = Vec::new();
+        // Nothing matched: the file's `guidebook:allow` comments need not be looked for.
+        if found.is_empty() {
+            return (found, allowed);
+        }
         // A file with `guidebook:allow` comments: the guidelines they name are evaluated leaf by
         // leaf, with and without the allowances.
         let allows = text.allows();
