@@ -14,10 +14,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// How many of the 1,000 guidelines are `severity: block`.
 const BLOCKING: usize = 50;
@@ -86,20 +85,7 @@ fn main() {
     let allowed = codex("    val note = 1");
     let denied = codex("    val password = \"hunter2\"");
 
-    let spawn_timed = |cmd: &mut Command, stdin: &[u8]| -> (Duration, Vec<u8>) {
-        let start = Instant::now();
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(stdin).unwrap();
-        let mut out = Vec::new();
-        child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-        child.wait().unwrap();
-        (start.elapsed(), out)
-    };
+    let spawn_timed = common::spawn_timed;
     let hook = |event: &str| {
         spawn_timed(
             Command::new(&shim).env("ADAPTIVE_GUIDEBOOK_SOCKET", &socket),

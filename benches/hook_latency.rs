@@ -22,7 +22,7 @@ mod common;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -132,20 +132,7 @@ fn main() {
         })
         .to_string()
     };
-    let spawn_timed = |cmd: &mut Command, stdin: &[u8]| -> (Duration, Vec<u8>) {
-        let start = Instant::now();
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(stdin).unwrap();
-        let mut out = Vec::new();
-        child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-        child.wait().unwrap();
-        (start.elapsed(), out)
-    };
+    let spawn_timed = common::spawn_timed;
     // `max_tokens` "2000" is the shim's default budget; "0" sends none.
     let hook_with = |session: &str, max_tokens: &str| {
         spawn_timed(

@@ -465,3 +465,25 @@ pub fn results_dir() -> PathBuf {
     std::fs::create_dir_all(&out).unwrap();
     out
 }
+
+/// Runs `cmd` with `stdin` written to it and its stderr discarded: the time from spawn to exit,
+/// and what it printed.
+pub fn spawn_timed(
+    cmd: &mut std::process::Command,
+    stdin: &[u8],
+) -> (std::time::Duration, Vec<u8>) {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let start = std::time::Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    child.wait().unwrap();
+    (start.elapsed(), out)
+}
