@@ -35,6 +35,8 @@ pub struct ExplainedMatch {
     /// pattern; `None` for a condition that held with no such leaf (`not` alone).
     pub line: Option<usize>,
     pub pattern: Option<String>,
+    /// The guideline's `severity`: `info`, `warn` or `block`.
+    pub severity: String,
     /// Every regex leaf of the guideline's condition, in the order written.
     pub leaves: Vec<ExplainedLeaf>,
 }
@@ -123,6 +125,7 @@ pub fn explain_until(
                         id: g.id.clone(),
                         line,
                         pattern,
+                        severity: g.severity.as_str().to_string(),
                         leaves: m
                             .leaves
                             .iter()

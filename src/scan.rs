@@ -28,6 +28,8 @@ pub struct Hit {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuidelineScan {
     pub id: String,
+    /// Its `severity`.
+    pub severity: &'static str,
     /// Files it applies to (repository and language scope), whether it matched or not.
     pub applicable: usize,
     /// The files it fires on, sorted by path, with the first matching line of each.
@@ -147,6 +149,7 @@ pub fn scan(
             hits.sort_by(|a, b| a.path.cmp(&b.path));
             GuidelineScan {
                 id: g.id().to_string(),
+                severity: g.guideline.severity.as_str(),
                 applicable,
                 allowed,
                 share: if files == 0 {

@@ -33,6 +33,7 @@ struct JsonReport<'a> {
 #[derive(Serialize)]
 struct JsonGuideline<'a> {
     id: &'a str,
+    severity: &'a str,
     files: usize,
     applicable: usize,
     share: f64,
@@ -96,6 +97,7 @@ fn to_json(report: &ScanReport) -> String {
             .iter()
             .map(|g| JsonGuideline {
                 id: &g.id,
+                severity: g.severity,
                 files: g.hits.len(),
                 applicable: g.applicable,
                 share: g.share,

@@ -418,7 +418,7 @@ fn fifos_devices_directories_missing_and_huge_files_are_skipped_or_capped_at_onc
     assert_eq!(files[5]["skipped"], Value::Null);
     assert_eq!(
         files[5]["matches"],
-        json!([{"id": "todo-needs-ticket", "line": 2, "pattern": "TODO:", "leaves": [
+        json!([{"id": "todo-needs-ticket", "line": 2, "pattern": "TODO:", "severity": "info", "leaves": [
             {"pattern": "TODO:", "in": "file", "negated": false, "held": true, "line": 2}
         ]}])
     );

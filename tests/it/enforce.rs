@@ -80,6 +80,25 @@ fn check_edit_names_the_block_guideline_line_and_text_and_nothing_else() {
     );
     // Nothing was recorded as presented: a search after shows the guidelines as new.
     std::fs::write(&file, after).unwrap();
+    // explain names each match's severity.
+    let severities: Vec<(String, String)> = sidecar.explain(&[&file])["files"][0]["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["id"].as_str().unwrap().into(),
+                m["severity"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        severities,
+        [
+            ("no-plaintext-password".to_string(), "block".to_string()),
+            ("todo-anywhere".to_string(), "warn".to_string())
+        ]
+    );
     assert_eq!(
         sidecar.search_ids("s", &[&file]),
         ["no-plaintext-password", "todo-anywhere"]

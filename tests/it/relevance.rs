@@ -236,4 +236,5 @@ fn an_allow_comment_lets_one_guideline_through_and_is_counted() {
         (sleep["allowed"].clone(), sleep["files"].clone()),
         (json!(1), json!(1))
     );
+    assert_eq!(sleep["severity"], "info");
 }
