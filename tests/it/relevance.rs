@@ -100,6 +100,20 @@ fn changes_leaves_hold_only_on_the_written_lines_the_search_names() {
         message.contains("`/elsewhere/B.kt` is not one of filepaths"),
         "{message}"
     );
+    // Wrong types name the param.
+    for bad in [
+        json!("1-2"),
+        json!({"/x": "1-2"}),
+        json!({"/x": [[1]]}),
+        json!({"/x": [[1, -2]]}),
+    ] {
+        let (code, message) = sidecar.error(
+            "search",
+            json!({"sessionId": "s6", "filepaths": ["/x"], "written": bad}),
+        );
+        assert_eq!(code, -32602, "{bad}");
+        assert!(message.contains("written"), "{bad}: {message}");
+    }
 }
 
 /// Without written lines the daemon diffs against the file's last commit: a committed sleep
