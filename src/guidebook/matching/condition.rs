@@ -96,15 +96,6 @@ impl Condition {
         }
     }
 
-    /// Whether any leaf looks only at the written lines.
-    pub fn uses_changes(&self) -> bool {
-        match self {
-            Condition::Regex { within, .. } => *within == Within::Changes,
-            Condition::Not(c) => c.uses_changes(),
-            Condition::Any(m) | Condition::All(m) => m.iter().any(Condition::uses_changes),
-        }
-    }
-
     /// Evaluates the condition, asking `leaf` whether a leaf holds (short-circuiting).
     pub fn holds(&self, leaf: &mut impl FnMut(usize, Within) -> bool) -> bool {
         match self {
@@ -448,7 +439,6 @@ mod tests {
             None,
             "`any` with a `not` member can hold with no leaf matching"
         );
-        assert!(x_not_y.uses_changes());
         assert_eq!(
             x_not_y.leaves(),
             [
