@@ -41,6 +41,86 @@ pub struct Settings {
     pub idle_timeout_ms: u64,
     /// Whether prompt builds, edit hooks and breaker verdicts are recorded in SQLite.
     pub record_metrics: bool,
+    /// Which rule files of a trusted repository are read, and the caps on reading them
+    /// (`repositoryRules:`).
+    pub repository_rules: RepositoryRules,
+    /// Team guidebooks fetched from git (`teamGuidebooks:`), in priority order after the root.
+    pub team_guidebooks: Vec<TeamGuidebook>,
+}
+
+/// `repositoryRules:` in `config.yaml`: which rule files a trusted repository's guidelines come
+/// from (each format can be turned off) and the caps that keep reading them cheap.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct RepositoryRules {
+    /// `.guidebook/**/guideline.yaml`.
+    pub guidebook: bool,
+    /// `AGENTS.md` in a directory below the root.
+    pub agents_md: bool,
+    /// `CLAUDE.md` in a directory below the root.
+    pub claude_md: bool,
+    /// Also the root's own `AGENTS.md` and `CLAUDE.md`, which the hosts already load.
+    pub root_files: bool,
+    /// `.cursor/rules/**/*.mdc`.
+    pub cursor: bool,
+    /// `.claude/rules/**/*.md`.
+    pub claude_rules: bool,
+    /// `.github/instructions/**/*.instructions.md`.
+    pub copilot: bool,
+    /// `.continue/rules/**/*.md`.
+    pub r#continue: bool,
+    /// A rule file larger than this is not read (an error names it).
+    pub max_file_bytes: u64,
+    /// At most this many rule files per repository; the rest are reported, not read.
+    pub max_files: usize,
+    /// At most this many bytes of rule files per repository.
+    pub max_bytes: u64,
+    /// The repository's rules take at most this many tokens of one hook's text.
+    pub max_tokens: u64,
+}
+
+impl Default for RepositoryRules {
+    fn default() -> Self {
+        RepositoryRules {
+            guidebook: true,
+            agents_md: true,
+            claude_md: true,
+            root_files: false,
+            cursor: true,
+            claude_rules: true,
+            copilot: true,
+            r#continue: true,
+            max_file_bytes: 64 * 1024,
+            max_files: 1_000,
+            max_bytes: 4 * 1024 * 1024,
+            max_tokens: 1_500,
+        }
+    }
+}
+
+/// One entry of `teamGuidebooks:`: a guidebook kept in a git repository, fetched into
+/// `HOME_DIR/sources/<name>` and refreshed in the background.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TeamGuidebook {
+    /// Names the source in `status`, `doctor`, `explain` and the hook text; also its directory
+    /// (lowercase letters, digits, `-`, `_`).
+    pub name: String,
+    /// What `git clone` takes: a URL, `user@host:path`, or a local path.
+    pub url: String,
+    /// The branch or tag to follow; the remote's default branch when absent.
+    #[serde(default, rename = "ref")]
+    pub git_ref: Option<String>,
+    /// Minutes between background refreshes.
+    #[serde(default = "default_refresh_minutes")]
+    pub refresh_minutes: u64,
+    /// Where its checkout lives (`HOME_DIR/sources/<name>`), filled in when settings resolve.
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+fn default_refresh_minutes() -> u64 {
+    15
 }
 
 /// The circuit breaker's limits. `config.yaml` may set any of them under `breaker:`.
@@ -132,6 +212,8 @@ struct ConfigFile {
     metrics_listen: Option<String>,
     metrics_allow_remote: Option<bool>,
     record_metrics: Option<bool>,
+    repository_rules: Option<RepositoryRules>,
+    team_guidebooks: Option<Vec<TeamGuidebook>>,
 }
 
 /// The `tokenizer` values `config.yaml` accepts; an unknown one is an error naming the file.
@@ -309,7 +391,10 @@ impl Settings {
             Some(ms) => ms,
             None => DEFAULT_IDLE_TIMEOUT_MS,
         };
+        let team_guidebooks = team_guidebooks(&config_path, file.team_guidebooks, &home)?;
         let settings = Settings {
+            repository_rules: file.repository_rules.unwrap_or_default(),
+            team_guidebooks,
             metrics_dir: pick(
                 &overrides.metrics_dir,
                 "ADAPTIVE_GUIDEBOOK_METRICS_DIR",
@@ -374,6 +459,53 @@ fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
     text.parse().map_err(|_| {
         format!("`{text}` is not an address: write 127.0.0.1:PORT (or just PORT for loopback)")
     })
+}
+
+/// `teamGuidebooks:` checked (names valid and distinct, a URL given), each with its checkout
+/// directory under `home`.
+fn team_guidebooks(
+    path: &Path,
+    given: Option<Vec<TeamGuidebook>>,
+    home: &Path,
+) -> Result<Vec<TeamGuidebook>, ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (i, mut team) in given.unwrap_or_default().into_iter().enumerate() {
+        let name_ok = !team.name.is_empty()
+            && team.name.len() <= 64
+            && team
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !name_ok {
+            return Err(invalid(format!(
+                "teamGuidebooks[{i}].name `{}`: use lowercase letters, digits, `-` and `_` (at \
+                 most 64)",
+                team.name
+            )));
+        }
+        if !seen.insert(team.name.clone()) {
+            return Err(invalid(format!(
+                "teamGuidebooks[{i}].name `{}` is used twice",
+                team.name
+            )));
+        }
+        if team.url.trim().is_empty() {
+            return Err(invalid(format!("teamGuidebooks[{i}].url is empty")));
+        }
+        if team.refresh_minutes == 0 {
+            return Err(invalid(format!(
+                "teamGuidebooks[{i}].refreshMinutes must be at least 1"
+            )));
+        }
+        team.dir = home.join("sources").join(&team.name);
+        out.push(team);
+    }
+    Ok(out)
 }
 
 fn parse_config(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {

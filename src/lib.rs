@@ -83,6 +83,7 @@ pub(crate) mod search;
 pub mod server;
 pub(crate) mod service;
 pub mod shell_writes;
+pub mod sources;
 pub(crate) mod store;
 pub(crate) mod time;
 pub mod tokens;

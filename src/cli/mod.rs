@@ -6,8 +6,10 @@ mod check;
 mod client;
 mod doctor;
 mod explain;
+mod export;
 mod flags;
 mod hooks;
+mod import;
 mod mcp;
 mod metrics;
 mod new;
@@ -19,6 +21,7 @@ mod serve;
 mod service;
 mod status;
 mod test;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -189,6 +192,16 @@ pub enum Command {
         #[command(subcommand)]
         command: metrics::AbCommand,
     },
+    /// Show a repository's rule files exactly as they are (hidden characters made visible) and
+    /// trust them: the sidecar serves a repository's rules only while they are what was trusted.
+    Trust(trust::TrustArgs),
+    /// Stop trusting a repository's rule files.
+    Untrust(trust::UntrustArgs),
+    /// Write the guidebook in an agent's native rule format, for hosts no hook reaches; report
+    /// what the format cannot express.
+    Export(export::ExportArgs),
+    /// Turn a repository's native rule files into guideline.yaml files.
+    Import(import::ImportArgs),
     /// Show the running sidecar's status.
     Status {
         /// Print the raw `status` result as JSON.
@@ -380,5 +393,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Mcp { orchestrator } => mcp::run(&settings, orchestrator),
         Command::Metrics { command } => metrics::run(&settings, command),
         Command::Ab { command } => metrics::run_ab(&settings, command),
+        Command::Trust(args) => trust::run(&settings, args),
+        Command::Untrust(args) => trust::run_untrust(&settings, args),
+        Command::Export(args) => export::run(&settings, args),
+        Command::Import(args) => import::run(&settings, args),
     }
 }

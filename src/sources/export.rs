@@ -1,0 +1,1 @@
+//! `guidebook export`: the guidebook written in each agent's native rule format.

@@ -1,0 +1,1 @@
+//! `guidebook import`: native rule files turned into guideline.yaml files.

@@ -1,0 +1,1 @@
+//! The agents' rule formats read as guidelines: front matter, globs, bodies.

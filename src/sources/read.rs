@@ -1,0 +1,1 @@
+//! Reads beneath a repository root only: no symlinks, regular files, capped.

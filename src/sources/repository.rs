@@ -1,0 +1,1 @@
+//! A trusted repository's rules as guidelines of their own id namespace.

@@ -1,0 +1,1 @@
+//! Rule text with invisible and bidirectional characters made visible.
