@@ -1,0 +1,1 @@
+//! Team guidebooks from git: a local bare repository as the team remote, fetched, refreshed, kept when offline.
