@@ -76,15 +76,20 @@ pub(crate) fn parse_guideline_with(
     });
     let examples = raw.examples.map(|e| examples(text, e)).unwrap_or_default();
     let at_match = || find_key_line(text, "match");
-    let within = raw.matcher.within.unwrap_or_default();
-    let raw_condition = raw
-        .matcher
-        .condition()
-        .map_err(|e| LoadError::new(path, at_match(), e))?;
     let mut leaves = Leaves::default();
-    let condition = leaves
-        .condition(raw_condition, within, 1)
-        .map_err(|e| LoadError::new(path, at_match(), e))?;
+    let condition = match raw.matcher {
+        Some(matcher) => {
+            let within = matcher.within.unwrap_or_default();
+            let raw_condition = matcher
+                .condition()
+                .map_err(|e| LoadError::new(path, at_match(), e))?;
+            leaves
+                .condition(raw_condition, within, 1)
+                .map_err(|e| LoadError::new(path, at_match(), e))?
+        }
+        // No `match`: every change of a file in scope (an `AGENTS.md` of a directory, say).
+        None => Condition::always(),
+    };
     let (patterns, indexes) = (leaves.patterns, leaves.indexes);
     Ok(Guideline {
         paths: scope.paths.map(|p| p.0.into_iter().map(|g| g.0).collect()),
@@ -265,6 +270,30 @@ pub(super) mod tests {
         let g = parse("id: a\nmatch:\n  any:\n    - regex: {pattern: x}\ncontent: c\n").unwrap();
         assert_eq!(g.repositories, None);
         assert_eq!(g.languages, None);
+    }
+
+    /// Without `match`, a guideline holds for every change of a file in its scope, and only
+    /// there.
+    #[test]
+    fn a_guideline_without_match_holds_in_every_file_of_its_scope() {
+        use crate::guidebook::{Edit, FilePlace, GuidelineSnapshot, Text, Written};
+        let g = parse("id: a\nscope:\n  paths: ['/billing/']\ncontent: c\n").unwrap();
+        assert_eq!(g.condition, Condition::always());
+        assert!(g.patterns.is_empty());
+        let s = GuidelineSnapshot::build("/g".into(), vec![std::sync::Arc::new(g)], vec![]);
+        let all = s.applicability(None, None);
+        let edit = Edit::known(Written::All);
+        let hits = |rel: &str, text: &[u8]| {
+            s.matching_in(
+                &Text::new(text),
+                &all,
+                FilePlace::InRepository(Path::new(rel)),
+                &edit,
+            )
+        };
+        assert_eq!(hits("billing/a.kt", b"anything"), vec![0]);
+        assert_eq!(hits("billing/sub/b.py", b""), vec![0]);
+        assert!(hits("web/a.kt", b"anything").is_empty());
     }
 
     fn err(text: &str) -> LoadError {

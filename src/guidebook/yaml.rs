@@ -24,8 +24,9 @@ pub(super) struct RawGuideline {
     pub(super) scope: Option<RawScope>,
     #[serde(default)]
     pub(super) when: Option<Vec<Event>>,
-    #[serde(rename = "match")]
-    pub(super) matcher: RawMatch,
+    /// Absent: the guideline holds for every change of a file in its scope.
+    #[serde(default, rename = "match")]
+    pub(super) matcher: Option<RawMatch>,
     #[serde(default)]
     pub(super) severity: Option<super::guideline::Severity>,
     pub(super) content: String,

@@ -56,6 +56,12 @@ impl Condition {
         )
     }
 
+    /// The condition of a guideline without `match`: it holds in every file of its scope
+    /// (`all` of nothing), which makes every such file a candidate.
+    pub fn always() -> Condition {
+        Condition::All(Vec::new())
+    }
+
     /// Today's shape: any of some leaves, each over the whole file. Such a guideline matches
     /// exactly when one of its patterns does, which the literal index decides on its own.
     pub fn is_plain(&self) -> bool {
