@@ -846,6 +846,13 @@ mod tests {
         let tip = remote.push_guideline("one", "first", "main");
         let source = TeamSource::new(remote.team(None));
         source.refresh().unwrap();
+        let path = source.checkout_dir().join("guidelines/one/guideline.yaml");
+        let stamp = |p: &Path| {
+            use std::os::unix::fs::MetadataExt;
+            let m = fs::metadata(p).unwrap();
+            (m.ino(), m.modified().unwrap())
+        };
+        let before = stamp(&path);
         let done = source.refresh().unwrap();
         assert_eq!(
             done,
@@ -854,6 +861,8 @@ mod tests {
                 changed: false
             }
         );
+        // Not rewritten: a watcher on the checkout sees nothing and the guidebook is not reloaded.
+        assert_eq!(stamp(&path), before);
     }
 
     #[test]
