@@ -57,6 +57,8 @@ pub struct Engine {
     pub calls: InFlight,
     /// Shell commands between their begin and their end, and the repositories' watchers.
     pub shell: crate::shell_writes::ShellWrites,
+    /// The trusted repositories' own rules, loaded into `guidebook` off the hooks' path.
+    pub repositories: crate::sources::repository::RepositorySources,
     pub started: Instant,
 }
 
@@ -219,6 +221,7 @@ impl Engine {
     pub fn open(settings: Settings) -> Result<Engine, StoreError> {
         let engine = Self::open_with(settings, false)?;
         engine.guidebook.reload();
+        engine.repositories.reload_all(&engine.guidebook);
         Ok(engine)
     }
 
@@ -238,11 +241,18 @@ impl Engine {
         let cache = settings
             .db
             .with_file_name(crate::guidebook::CACHE_FILE_NAME);
-        let guidebook = Arc::new(Guidebook::with_cache(
-            settings.guidebook_root.clone(),
-            cache,
-            write_cache,
-        ));
+        let teams = settings
+            .team_guidebooks
+            .iter()
+            .map(|t| {
+                let source = crate::sources::team::TeamSource::new(t.clone());
+                (t.name.clone(), source.checkout_dir())
+            })
+            .collect();
+        let guidebook = Arc::new(
+            Guidebook::with_cache(settings.guidebook_root.clone(), cache, write_cache)
+                .with_teams(teams),
+        );
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Engine {
             guidebook,
@@ -267,6 +277,10 @@ impl Engine {
                 settings.max_file_bytes,
             ),
             presentations: PresentationStore::new(db),
+            repositories: crate::sources::repository::RepositorySources::new(
+                settings.repository_rules.clone(),
+                settings.home.join("trust.json"),
+            ),
             started: Instant::now(),
             settings,
         })

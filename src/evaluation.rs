@@ -19,6 +19,8 @@ use crate::repo::{find_repository, RepositoryResolver};
 #[derive(Debug, Clone)]
 pub struct FileEvaluation {
     pub repository: Option<String>,
+    /// The canonical root of its repository, when that repository has rules of its own.
+    pub home: Option<PathBuf>,
     pub language: Option<&'static str>,
     pub skipped: Option<Skip>,
     /// Matching guidelines (snapshot indices, ascending) with, when details were asked for, the
@@ -55,6 +57,9 @@ pub type ApplicabilityCache = HashMap<ApplicabilityKey, Arc<Applicability>>;
 pub struct EvaluationMemo {
     pub applicability: ApplicabilityCache,
     repositories: HashMap<PathBuf, Place>,
+    /// Each repository root's canonical form, looked up once (only when some guidelines are a
+    /// repository's own, which are keyed by it).
+    canonical: HashMap<PathBuf, Option<PathBuf>>,
 }
 
 /// A directory's repository: its root and identity, or none.
@@ -87,6 +92,14 @@ impl EvaluationMemo {
         let place = look();
         self.repositories.insert(dir.to_path_buf(), place.clone());
         place
+    }
+
+    /// The canonical form of a repository root, looked up once per root.
+    fn canonical_root(&mut self, root: &Path) -> Option<PathBuf> {
+        self.canonical
+            .entry(root.to_path_buf())
+            .or_insert_with(|| std::fs::canonicalize(root).ok())
+            .clone()
     }
 
     #[cfg(test)]
@@ -136,6 +149,7 @@ pub(crate) fn evaluate_content(
         (None, Err(skip)) => {
             return FileEvaluation {
                 repository,
+                home: None,
                 language,
                 skipped: Some(skip.clone()),
                 matches: Vec::new(),
@@ -143,10 +157,19 @@ pub(crate) fn evaluate_content(
             }
         }
     };
+    // A repository with rules of its own is told apart by its canonical root.
+    let home = match &place.root {
+        Some(root) if snapshot.has_repository_rules() => memo
+            .canonical_root(root)
+            .filter(|home| snapshot.has_rules_of(home)),
+        _ => None,
+    };
     let applicable = memo
         .applicability
-        .entry((repository.clone(), language))
-        .or_insert_with(|| snapshot.applicability_kept(repository.as_deref(), language));
+        .entry((home.clone(), repository.clone(), language))
+        .or_insert_with(|| {
+            snapshot.applicability_kept(home.as_deref(), repository.as_deref(), language)
+        });
     let relative = place
         .root
         .as_deref()
@@ -183,6 +206,7 @@ pub(crate) fn evaluate_content(
         .collect();
     FileEvaluation {
         repository,
+        home,
         language,
         skipped: None,
         matches,

@@ -6,6 +6,7 @@
 //! types carry their serde shape here rather than in `rpc/`.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,27 @@ pub struct ExplainedFile {
     pub language: Option<String>,
     pub skipped: Option<String>,
     pub matches: Vec<ExplainedMatch>,
+    /// The rule files of the file's repository, when it has any: served, or waiting for
+    /// `guidebook trust` (and why).
+    #[serde(
+        default,
+        rename = "repositoryRules",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub repository_rules: Option<RepositoryRulesState>,
+}
+
+/// A repository's own rules as `explain` sees them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RepositoryRulesState {
+    /// The repository's canonical root.
+    pub root: String,
+    /// Whether the user trusted it (`guidebook trust`).
+    pub trusted: bool,
+    /// How many of its rules are served.
+    pub served: usize,
+    /// Its rule files that are not served, each with why (`file: state: reason`).
+    pub waiting: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -37,6 +59,10 @@ pub struct ExplainedMatch {
     pub pattern: Option<String>,
     /// The guideline's `severity`: `info`, `warn` or `block`.
     pub severity: String,
+    /// Where it came from: `guidebook FILE:LINE`, `team guidebook NAME: FILE:LINE`, or
+    /// `FILE:LINE in this repository`.
+    #[serde(default)]
+    pub source: String,
     /// Every regex leaf of the guideline's condition, in the order written.
     pub leaves: Vec<ExplainedLeaf>,
 }
@@ -60,6 +86,44 @@ pub struct ExplainedLeaf {
 pub struct GuidelineState {
     pub id: String,
     pub already_presented: bool,
+}
+
+/// The rule files of the repository holding `path`: what the loader served and left waiting
+/// in a trusted repository; in one not trusted, the rule files a walk finds (every one waits).
+/// `None` outside a repository, or in one without rule files.
+fn repository_rules_of(engine: &Engine, path: &Path) -> Option<RepositoryRulesState> {
+    let root = crate::repo::find_repository(path)?.root;
+    let root = std::fs::canonicalize(root).ok()?;
+    let line = |w: &crate::sources::repository::Waiting| {
+        format!("{}: {}: {}", w.file.display(), w.state, w.reason)
+    };
+    if let Some(report) = engine.repositories.report_of(&root) {
+        return Some(RepositoryRulesState {
+            root: root.display().to_string(),
+            trusted: true,
+            served: report.served,
+            waiting: report.waiting.iter().map(line).collect(),
+        });
+    }
+    let found = crate::sources::discover::rule_files(&root, engine.repositories.rules());
+    if found.files.is_empty() {
+        return None;
+    }
+    Some(RepositoryRulesState {
+        root: root.display().to_string(),
+        trusted: false,
+        served: 0,
+        waiting: found
+            .files
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}: new: the repository is not trusted: run `guidebook trust` to review its rule files",
+                    f.relative.display()
+                )
+            })
+            .collect(),
+    })
 }
 
 /// What an explanation can fail with.
@@ -110,6 +174,7 @@ pub fn explain_until(
         .iter()
         .zip(evaluations)
         .map(|(path, e)| ExplainedFile {
+            repository_rules: repository_rules_of(engine, Path::new(path)),
             path: path.clone(),
             repository: e.repository,
             language: e.language.map(str::to_string),
@@ -126,6 +191,7 @@ pub fn explain_until(
                         line,
                         pattern,
                         severity: g.severity.as_str().to_string(),
+                        source: g.origin.describe(&g.source, g.id_line),
                         leaves: m
                             .leaves
                             .iter()

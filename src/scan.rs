@@ -30,6 +30,8 @@ pub struct GuidelineScan {
     pub id: String,
     /// Its `severity`.
     pub severity: &'static str,
+    /// Where it came from (file and line, and which source).
+    pub source: String,
     /// Files it applies to (repository and language scope), whether it matched or not.
     pub applicable: usize,
     /// The files it fires on, sorted by path, with the first matching line of each.
@@ -104,7 +106,11 @@ pub fn scan(
                 let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
                 let applicable = cache
                     .applicability
-                    .get(&(evaluation.repository.clone(), evaluation.language))
+                    .get(&(
+                        evaluation.home.clone(),
+                        evaluation.repository.clone(),
+                        evaluation.language,
+                    ))
                     .cloned();
                 let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
                 if evaluation.skipped.is_some() {
@@ -150,6 +156,10 @@ pub fn scan(
             GuidelineScan {
                 id: g.id().to_string(),
                 severity: g.guideline.severity.as_str(),
+                source: g
+                    .guideline
+                    .origin
+                    .describe(&g.guideline.source, g.guideline.id_line),
                 applicable,
                 allowed,
                 share: if files == 0 {

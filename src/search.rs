@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::engine::{Edits, Engine};
-use crate::guidebook::GuidelineSnapshot;
 use crate::store::StoreError;
+use guidebook_hook::Shown;
 
 /// One search, its params already validated (absolute paths, a session id).
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +31,10 @@ pub struct SearchRequest<'a> {
 pub struct ShownGuideline {
     pub id: String,
     pub content: String,
+    /// Where a guideline from outside the guidebook root came from (file and line).
+    pub source: Option<String>,
+    /// A repository's own rule, shown in the repository's block.
+    pub repository: bool,
 }
 
 /// What a search can fail with.
@@ -42,9 +46,29 @@ pub enum SearchError {
     Store(#[from] StoreError),
 }
 
+/// A candidate as the hook text shows it, worked out once per search.
+struct Candidate<'s> {
+    content: &'s str,
+    source: Option<String>,
+    repository: bool,
+    index: usize,
+}
+
+impl<'s> Candidate<'s> {
+    fn shown(&self, id: &'s str) -> Shown<'_> {
+        Shown {
+            id,
+            content: self.content,
+            source: self.source.as_deref(),
+            repository: self.repository,
+        }
+    }
+}
+
 /// Runs one search: evaluates the files, then decides inside one transaction which matching
 /// guidelines are new for the session (and, with a budget, how many of them fit), records them
-/// and returns them in id order.
+/// and returns them in id order. A repository's own rules take at most
+/// `repositoryRules.maxTokens` of the text (and a third of a `maxTokens` budget).
 pub fn search(
     engine: &Engine,
     request: SearchRequest<'_>,
@@ -74,81 +98,113 @@ pub fn search(
         }
     }
     // Snapshot order is id order, so the candidates (and so the result) are sorted by id.
-    let candidates: Vec<&str> = crate::guidebook::marked(&matched)
-        .into_iter()
-        .map(|i| snapshot.guidelines[i].id())
+    let found = crate::guidebook::marked(&matched);
+    let candidates: Vec<&str> = found.iter().map(|&i| snapshot.guidelines[i].id()).collect();
+    let known: HashMap<&str, Candidate<'_>> = found
+        .iter()
+        .map(|&i| {
+            let g = &snapshot.guidelines[i].guideline;
+            let candidate = Candidate {
+                content: &g.content,
+                source: g.origin.label(&g.source, g.id_line),
+                repository: g.origin.home().is_some(),
+                index: i,
+            };
+            (g.id.as_str(), candidate)
+        })
         .collect();
+    let text_of = |ids: &[&str]| {
+        guidebook_hook::context_text(ids.iter().filter_map(|id| Some(known.get(id)?.shown(id))))
+    };
+    let repository_cap = engine.settings.repository_rules.max_tokens as usize;
+    let tokenizer = engine.tokenizer;
+    let count = |text: &str| tokenizer.count(text);
     let (session, deadline) = (request.session_id, request.deadline);
+    let any_repository = known.values().any(|c| c.repository);
     let shown = match request.max_tokens {
-        None => engine
-            .presentations
-            .present_new(session, &candidates, deadline, |unseen| unseen)?,
+        None if !any_repository => {
+            engine
+                .presentations
+                .present_new(session, &candidates, deadline, |unseen| unseen)?
+        }
         Some(budget)
-            if engine
-                .tokenizer
-                .surely_within(hook_text_bytes(&snapshot, &candidates), budget as usize) =>
+            if !any_repository
+                && tokenizer.surely_within(text_of(&candidates).len(), budget as usize) =>
         {
             // Every candidate fits even at one token per byte: nothing to count.
             engine
                 .presentations
                 .present_new(session, &candidates, deadline, |unseen| unseen)?
         }
-        Some(budget) => {
-            let tokenizer = engine.tokenizer;
-            let count = |text: &str| tokenizer.count(text);
+        budget => {
             // Each candidate's block is counted before the write lock is taken (once per
             // snapshot: the count is kept with the guideline); inside it only the chosen prefix
             // is counted, once or twice.
-            let blocks: HashMap<&str, usize> = candidates
+            let blocks: HashMap<&str, usize> = known
                 .iter()
-                .filter_map(|id| {
-                    let g = &snapshot.guidelines[snapshot.index_of(id)?];
-                    Some((*id, g.block_tokens(|| count(&block_of(&snapshot, id)))))
+                .map(|(id, c)| {
+                    let g = &snapshot.guidelines[c.index];
+                    (
+                        *id,
+                        g.block_tokens(|| count(&guidebook_hook::guideline_block(&c.shown(id)))),
+                    )
                 })
                 .collect();
             let header = count(guidebook_hook::CONTEXT_HEADER);
+            let is_repository = |id: &&str| known.get(id).is_some_and(|c| c.repository);
             engine
                 .presentations
                 .present_new(session, &candidates, deadline, |unseen| {
-                    within_budget(unseen, budget as usize, header, &blocks, |ids| {
-                        count(&guidebook_hook::context_text(
-                            ids.iter().map(|id| (*id, content_of(&snapshot, id))),
-                        ))
-                    })
+                    let (repository, team): (Vec<&str>, Vec<&str>) =
+                        unseen.into_iter().partition(is_repository);
+                    let mut chosen = match budget {
+                        Some(budget) => {
+                            within_budget(team, budget as usize, header, &blocks, |ids| {
+                                count(&text_of(ids))
+                            })
+                        }
+                        None => team,
+                    };
+                    // The repository's share: its cap, a third of the budget, and what the
+                    // team's guidelines left of it.
+                    let mut cap = repository_cap;
+                    if let Some(budget) = budget {
+                        let used = if chosen.is_empty() {
+                            header
+                        } else {
+                            count(&text_of(&chosen))
+                        };
+                        cap = cap
+                            .min(budget as usize / 3)
+                            .min((budget as usize).saturating_sub(used));
+                    }
+                    let heading = count(guidebook_hook::REPOSITORY_HEADER);
+                    let mut total = heading;
+                    for id in repository {
+                        let next = total + blocks.get(id).copied().unwrap_or(0);
+                        if next > cap {
+                            break;
+                        }
+                        total = next;
+                        chosen.push(id);
+                    }
+                    chosen.sort_unstable();
+                    chosen
                 })?
         }
     };
     Ok(shown
         .into_iter()
-        .filter_map(|id| snapshot.index_of(id))
-        .map(|i| {
-            let g = &snapshot.guidelines[i].guideline;
-            ShownGuideline {
-                id: g.id.clone(),
-                content: g.content.clone(),
-            }
+        .filter_map(|id| {
+            let c = known.get(id)?;
+            Some(ShownGuideline {
+                id: id.to_string(),
+                content: c.content.to_string(),
+                source: c.source.clone(),
+                repository: c.repository,
+            })
         })
         .collect())
-}
-
-/// The length in bytes of the hook text that all of `ids` would make.
-fn hook_text_bytes(snapshot: &GuidelineSnapshot, ids: &[&str]) -> usize {
-    guidebook_hook::CONTEXT_HEADER.len()
-        + ids
-            .iter()
-            .map(|id| guidebook_hook::guideline_block(id, content_of(snapshot, id)).len())
-            .sum::<usize>()
-}
-
-fn content_of<'a>(snapshot: &'a GuidelineSnapshot, id: &str) -> &'a str {
-    snapshot
-        .index_of(id)
-        .map(|i| snapshot.guidelines[i].guideline.content.as_str())
-        .unwrap_or_default()
-}
-
-fn block_of(snapshot: &GuidelineSnapshot, id: &str) -> String {
-    guidebook_hook::guideline_block(id, content_of(snapshot, id))
 }
 
 /// The longest prefix of `unseen` (in id order) whose hook text stays within `budget` tokens,

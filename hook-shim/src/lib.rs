@@ -60,5 +60,5 @@ pub mod written;
 
 pub use output::{nothing, render_hook, render_search, Shape};
 pub use plan::{changed_files, changed_files_of, plan, plan_event, plan_event_with, Action};
-pub use protocol::{context_text, guideline_block, CONTEXT_HEADER};
+pub use protocol::{context_text, guideline_block, Shown, CONTEXT_HEADER, REPOSITORY_HEADER};
 pub use protocol::{parse_response, ResponseError};

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::breaker::BreakerVerdict;
 use crate::event::{EventName, HookEvent, Host};
 use crate::plan::Action;
-use crate::protocol::context_text;
+use crate::protocol::{context_text, Shown};
 
 /// Whose output shapes an answer takes: the host, and the event name an after-tool context is
 /// labelled with (`PostToolUse`, Claude Code's `PostToolUseFailure`, Gemini CLI's `AfterTool`).
@@ -126,8 +126,10 @@ fn after_tool_context(shape: Shape, text: &str) -> String {
 ///
 /// The output is exactly
 /// `{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":TEXT}}`, where
-/// TEXT is [`CONTEXT_HEADER`] followed, per guideline, by a blank line, `[id]`, a newline and
-/// the content with trailing whitespace removed. Codex rejects output with unknown keys, so no
+/// TEXT is [`CONTEXT_HEADER`] followed, per guideline, by a blank line, `[id]` (with its
+/// `source` in parentheses when the result names one), a newline and the content with trailing
+/// whitespace removed; guidelines marked `repository` come last, under
+/// [`crate::protocol::REPOSITORY_HEADER`]. Codex rejects output with unknown keys, so no
 /// other key may appear. Entries without a string `id` and `content` are skipped rather than
 /// failing the whole answer.
 pub fn render_search(guidelines: &Value) -> Option<String> {
@@ -136,13 +138,16 @@ pub fn render_search(guidelines: &Value) -> Option<String> {
 
 /// The `additionalContext` text for a `search` result, or `None` when there is nothing to show.
 fn search_text(guidelines: &Value) -> Option<String> {
-    let blocks: Vec<(&str, &str)> = guidelines
+    let blocks: Vec<Shown<'_>> = guidelines
         .as_array()?
         .iter()
         .filter_map(|g| {
-            let id = g.get("id").and_then(Value::as_str)?;
-            let content = g.get("content").and_then(Value::as_str)?;
-            Some((id, content))
+            Some(Shown {
+                id: g.get("id").and_then(Value::as_str)?,
+                content: g.get("content").and_then(Value::as_str)?,
+                source: g.get("source").and_then(Value::as_str),
+                repository: g.get("repository").and_then(Value::as_bool) == Some(true),
+            })
         })
         .collect();
     (!blocks.is_empty()).then(|| context_text(blocks))
@@ -173,6 +178,23 @@ mod tests {
         assert_eq!(
             render_search(&result).unwrap(),
             r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"Adaptive Guidebook guidelines relevant to the latest changes:\n\n[kotlin-naming]\nUse PascalCase for classes.\n\n[quote\"s]\nLine one\n  indented \"quoted\""}}"#
+        );
+    }
+
+    #[test]
+    fn a_repositorys_rules_come_last_in_their_own_block_with_their_source() {
+        let result = json!([
+            {"id": "repo:shop/AGENTS.md", "content": "Repo rule.", "source": "AGENTS.md:1 in this repository", "repository": true},
+            {"id": "team-rule", "content": "Team rule.", "source": "team guidebook acme: a/guideline.yaml:1"},
+            {"id": "root-rule", "content": "Root rule."}
+        ]);
+        let out: Value = serde_json::from_str(&render_search(&result).unwrap()).unwrap();
+        assert_eq!(
+            out["hookSpecificOutput"]["additionalContext"],
+            format!(
+                "{CONTEXT_HEADER}\n\n[team-rule] (team guidebook acme: a/guideline.yaml:1)\nTeam rule.\n\n[root-rule]\nRoot rule.\n\n{}\n\n[repo:shop/AGENTS.md] (AGENTS.md:1 in this repository)\nRepo rule.",
+                crate::protocol::REPOSITORY_HEADER
+            )
         );
     }
 

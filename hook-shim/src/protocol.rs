@@ -65,20 +65,65 @@ pub mod method {
 /// shim shows it, and the sidecar counts it against a `search`'s `maxTokens`.
 pub const CONTEXT_HEADER: &str = "Adaptive Guidebook guidelines relevant to the latest changes:";
 
-/// The text handed to the agent for `(id, content)` pairs: [`CONTEXT_HEADER`], then per
-/// guideline [`guideline_block`]. The sidecar budgets `search` results on this same text.
-pub fn context_text<'a>(guidelines: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+/// The heading of the block of a repository's own rules, after the team's guidelines: they are
+/// text from the repository (trusted by the user with `guidebook trust`), not the team's word.
+pub const REPOSITORY_HEADER: &str =
+    "From this repository's own rule files (trusted with `guidebook trust`; not the team's guidelines):";
+
+/// One guideline as the hook text shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown<'a> {
+    pub id: &'a str,
+    pub content: &'a str,
+    /// Where a guideline from outside the guidebook root came from (file and line).
+    pub source: Option<&'a str>,
+    /// A repository's own rule: shown in the repository's block.
+    pub repository: bool,
+}
+
+impl<'a> Shown<'a> {
+    /// A guideline of the guidebook root.
+    pub fn root(id: &'a str, content: &'a str) -> Self {
+        Shown {
+            id,
+            content,
+            source: None,
+            repository: false,
+        }
+    }
+}
+
+/// The text handed to the agent: [`CONTEXT_HEADER`], then per guideline [`guideline_block`],
+/// the team's guidelines first and then, under [`REPOSITORY_HEADER`], the repository's own
+/// rules (each part in the order given). The sidecar budgets `search` results on this same
+/// text.
+pub fn context_text<'a>(guidelines: impl IntoIterator<Item = Shown<'a>>) -> String {
     let mut text = String::from(CONTEXT_HEADER);
-    for (id, content) in guidelines {
-        text.push_str(&guideline_block(id, content));
+    let mut repository = Vec::new();
+    for g in guidelines {
+        if g.repository {
+            repository.push(g);
+        } else {
+            text.push_str(&guideline_block(&g));
+        }
+    }
+    if !repository.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(REPOSITORY_HEADER);
+        for g in repository {
+            text.push_str(&guideline_block(&g));
+        }
     }
     text
 }
 
-/// One guideline's part of the context text: a blank line, `[id]`, a newline and the content
-/// with trailing whitespace removed.
-pub fn guideline_block(id: &str, content: &str) -> String {
-    format!("\n\n[{id}]\n{}", content.trim_end())
+/// One guideline's part of the context text: a blank line, `[id]` (and its source in
+/// parentheses, when it has one), a newline and the content with trailing whitespace removed.
+pub fn guideline_block(g: &Shown<'_>) -> String {
+    match g.source {
+        Some(source) => format!("\n\n[{}] ({source})\n{}", g.id, g.content.trim_end()),
+        None => format!("\n\n[{}]\n{}", g.id, g.content.trim_end()),
+    }
 }
 
 /// The flag that turns the circuit breaker's hooks on, per session.

@@ -118,5 +118,35 @@ fn table(e: &Explanation) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    // Where each matching guideline came from, and the repository rules that wait.
+    let mut sources = std::collections::BTreeMap::new();
+    for m in e.files.iter().flat_map(|f| &f.matches) {
+        sources.insert(m.id.as_str(), m.source.as_str());
+    }
+    if !sources.is_empty() {
+        out.push('\n');
+        for (id, source) in sources {
+            out.push_str(&format!("{id}: from {source}\n"));
+        }
+    }
+    let mut told = std::collections::BTreeSet::new();
+    for rules in e.files.iter().filter_map(|f| f.repository_rules.as_ref()) {
+        if rules.waiting.is_empty() || !told.insert(rules.root.as_str()) {
+            continue;
+        }
+        out.push_str(&format!(
+            "\n{} ({}, {} rules served): rule files not served:\n",
+            rules.root,
+            if rules.trusted {
+                "trusted"
+            } else {
+                "not trusted"
+            },
+            rules.served
+        ));
+        for w in &rules.waiting {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
     out
 }

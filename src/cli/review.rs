@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::CliError;
 use crate::config::Settings;
-use crate::guidebook::{Guidebook, Severity};
+use crate::guidebook::Severity;
 use crate::review::{first_line, review, ReviewReport, Target};
 
 /// How the findings are printed.
@@ -67,7 +67,8 @@ pub fn run(settings: &Settings, args: ReviewArgs) -> Result<ExitCode, CliError> 
             source,
         })?,
     };
-    let snapshot = Guidebook::load(root.clone()).snapshot();
+    // As the hook would: the root, the team guidebooks and the trusted repositories' rules.
+    let snapshot = crate::sources::load_guidebook(settings).snapshot();
     for e in &snapshot.errors {
         eprintln!("guidebook: warning: {e}");
     }

@@ -12,7 +12,6 @@ use serde::Serialize;
 
 use super::CliError;
 use crate::config::Settings;
-use crate::guidebook::Guidebook;
 use crate::scan::{scan, ScanReport};
 
 /// How many files per guideline the text report lists; `--json` has them all.
@@ -34,6 +33,9 @@ struct JsonReport<'a> {
 struct JsonGuideline<'a> {
     id: &'a str,
     severity: &'a str,
+    /// Where it came from: `guidebook FILE:LINE`, `team guidebook NAME: FILE:LINE` or
+    /// `FILE:LINE in this repository`.
+    source: &'a str,
     files: usize,
     applicable: usize,
     share: f64,
@@ -54,7 +56,9 @@ pub fn run(settings: &Settings, repo: PathBuf, json: bool) -> Result<ExitCode, C
         doing: format!("opening {}", repo.display()),
         source,
     })?;
-    let snapshot = Guidebook::load(settings.guidebook_root.clone()).snapshot();
+    // The guidebook as the sidecar serves it: the root, the team guidebooks, and the trusted
+    // repositories' own rules.
+    let snapshot = crate::sources::load_guidebook(settings).snapshot();
     for e in &snapshot.errors {
         eprintln!("guidebook: warning: {e}");
     }
@@ -98,6 +102,7 @@ fn to_json(report: &ScanReport) -> String {
             .map(|g| JsonGuideline {
                 id: &g.id,
                 severity: g.severity,
+                source: &g.source,
                 files: g.hits.len(),
                 applicable: g.applicable,
                 share: g.share,

@@ -129,6 +129,7 @@ pub fn load(path: &Path, root: &Path) -> FileMap {
                 indexes: f.indexes.into_owned().into(),
                 content: f.content.into_owned(),
                 source: path.clone(),
+                origin: Default::default(),
                 id_line: f.id_line,
                 examples: f.examples.into_owned(),
             };

@@ -2,7 +2,8 @@
 //! `match` condition and patterns (with how each is indexed), content, source and examples. Reads and writes nothing; every other part of the guidebook
 //! builds on these types.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::matching::{Condition, Index};
 
@@ -32,10 +33,62 @@ pub struct Guideline {
     pub content: String,
     /// The file the guideline came from.
     pub source: PathBuf,
+    /// The source it came from: the guidebook root, a team guidebook or a repository.
+    pub origin: Origin,
     /// 1-based line of the `id:` key, for error messages that point at the guideline.
     pub id_line: Option<usize>,
     /// Code the guideline must and must not match (`examples:`), run by `guidebook test`.
     pub examples: Vec<Example>,
+}
+
+/// Where a guideline came from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// The guidebook root.
+    #[default]
+    Root,
+    /// A team guidebook fetched from git (`teamGuidebooks:`): its name and checkout.
+    Team { name: Arc<str>, dir: Arc<Path> },
+    /// A trusted repository's own rule file: the guideline applies to that repository's files
+    /// only, and its id is in the repository's own namespace (`repo:…`).
+    Repository {
+        /// The repository's canonical root.
+        root: Arc<Path>,
+        /// The rule file, relative to the root.
+        file: PathBuf,
+    },
+}
+
+impl Origin {
+    /// The repository a guideline is confined to, if any.
+    pub fn home(&self) -> Option<&Path> {
+        match self {
+            Origin::Repository { root, .. } => Some(root),
+            _ => None,
+        }
+    }
+
+    /// How `explain`, `scan` and the hook text name a source other than the root, with the
+    /// file and line (`None` for the guidebook root, which the hook text leaves unsaid).
+    pub fn label(&self, source: &Path, line: Option<usize>) -> Option<String> {
+        (*self != Origin::Root).then(|| self.describe(source, line))
+    }
+
+    /// How `explain`, `scan` and the hook text name the source, with the file and line.
+    pub fn describe(&self, source: &Path, line: Option<usize>) -> String {
+        let at = |file: &Path| match line {
+            Some(line) => format!("{}:{line}", file.display()),
+            None => file.display().to_string(),
+        };
+        match self {
+            Origin::Root => format!("guidebook {}", at(source)),
+            Origin::Team { name, dir } => format!(
+                "team guidebook {name}: {}",
+                at(source.strip_prefix(dir).unwrap_or(source))
+            ),
+            Origin::Repository { file, .. } => format!("{} in this repository", at(file)),
+        }
+    }
 }
 
 /// A guideline's `severity`: `info` (the default) and `warn` are shown after the edit; a `block`

@@ -107,6 +107,7 @@ pub(crate) fn parse_guideline_with(
         indexes: indexes.into(),
         content: raw.content,
         source: path.to_path_buf(),
+        origin: Default::default(),
         id_line,
     })
 }

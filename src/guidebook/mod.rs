@@ -32,10 +32,10 @@ mod yaml;
 
 pub use cache::CACHE_FILE_NAME;
 pub use examples::{run_examples, ExampleFailure, ExampleReport};
-pub use guideline::{Example, Expect, Guideline, Severity};
+pub use guideline::{Example, Expect, Guideline, Origin, Severity};
 pub use load::{parse_guideline, LoadError};
 pub use matching::{Condition, Edit, Index, Text, Within, Written};
-pub use reload::{CacheWrite, Guidebook, ReloadOutcome};
+pub use reload::{CacheWrite, Guidebook, ReloadOutcome, RepositoryGuidelines};
 pub(crate) use snapshot::marked;
 pub use snapshot::{
     Applicability, ApplicabilityKey, CompiledGuideline, FilePlace, GuidelineSnapshot, LeafOutcome,

@@ -10,7 +10,7 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 
 use super::file_map::{FileMap, PathKey};
-use super::guideline::Guideline;
+use super::guideline::{Guideline, Origin};
 use super::load::{parse_guideline, MAX_GUIDELINE_BYTES};
 use super::snapshot::GuidelineSnapshot;
 use super::walk::find_guideline_files;
@@ -28,6 +28,8 @@ pub enum ReloadOutcome {
 #[derive(Debug)]
 pub struct Guidebook {
     root: PathBuf,
+    /// Team guidebooks (name, checkout directory), loaded after the root in this order.
+    teams: Vec<(Arc<str>, Arc<Path>)>,
     current: ArcSwap<GuidelineSnapshot>,
     /// Held only by the reloader (one at a time); request handlers never touch it.
     files: Mutex<ReloadState>,
@@ -48,6 +50,19 @@ struct ReloadState {
     loaded_once: bool,
     /// The parse cache is behind what was last loaded (its write was put off).
     cache_behind: bool,
+    /// Each team guidebook's files, by position in [`Guidebook::teams`].
+    teams: Vec<FileMap>,
+    /// The guidelines of each trusted repository's rule files, by canonical root, as the
+    /// repository loader last set them.
+    repositories: BTreeMap<PathBuf, RepositoryGuidelines>,
+}
+
+/// What one repository's rule files came to: its guidelines (ids in its own namespace, each
+/// confined to it) and the files that could not be used.
+#[derive(Debug, Clone, Default)]
+pub struct RepositoryGuidelines {
+    pub guidelines: Vec<Arc<Guideline>>,
+    pub errors: Vec<LoadError>,
 }
 
 /// Where a reload's time went, for the `guidebook loaded` log line: listing the root, reading
@@ -86,6 +101,7 @@ impl Guidebook {
         Guidebook {
             current: ArcSwap::from_pointee(GuidelineSnapshot::empty(root.clone())),
             root,
+            teams: Vec::new(),
             files: Mutex::new(ReloadState::default()),
             loaded: (Mutex::new(false), Condvar::new()),
             cache: None,
@@ -100,6 +116,47 @@ impl Guidebook {
             cache: Some((cache, write)),
             ..Self::new(root)
         }
+    }
+
+    /// The team guidebooks to load after the root, in priority order: `(name, checkout)`.
+    pub fn with_teams(mut self, teams: Vec<(String, PathBuf)>) -> Self {
+        self.teams = teams
+            .into_iter()
+            .map(|(name, dir)| (Arc::from(name), Arc::from(dir)))
+            .collect();
+        self
+    }
+
+    /// The team guidebooks' names and checkout directories.
+    pub fn teams(&self) -> impl Iterator<Item = (&str, &Path)> {
+        self.teams.iter().map(|(n, d)| (&**n, &**d))
+    }
+
+    /// Serves `rules` as the repository at `root`'s own guidelines from now on (`None`: it has
+    /// none any more), in a new snapshot.
+    pub fn set_repository(&self, root: &Path, rules: Option<RepositoryGuidelines>) {
+        let mut state = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let before = state.repositories.len();
+        match rules {
+            Some(rules) => {
+                state.repositories.insert(root.to_path_buf(), rules);
+            }
+            None => {
+                state.repositories.remove(root);
+                if state.repositories.len() == before {
+                    return;
+                }
+            }
+        }
+        if state.loaded_once {
+            self.swap(&state, Phases::since(Instant::now()));
+        }
+    }
+
+    /// The canonical roots of the repositories whose rules are served.
+    pub fn repositories(&self) -> Vec<PathBuf> {
+        let state = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        state.repositories.keys().cloned().collect()
     }
 
     /// Loads `root` right away.
@@ -175,8 +232,34 @@ impl Guidebook {
         state.cache_behind = false;
     }
 
+    /// Looks at every team guidebook's checkout for changed files; whether anything changed.
+    /// A checkout not fetched yet holds nothing (its fetch reports why, not the load).
+    fn reload_teams(&self, state: &mut ReloadState) -> bool {
+        state.teams.resize_with(self.teams.len(), FileMap::default);
+        let mut changed = false;
+        for ((name, dir), files) in self.teams.iter().zip(state.teams.iter_mut()) {
+            let listing = if dir.is_dir() {
+                find_guideline_files(dir).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let origin = Origin::Team {
+                name: name.clone(),
+                dir: dir.clone(),
+            };
+            changed |= refresh_files(listing, files, |path, text| {
+                parse_guideline(path, text).map(|mut g| {
+                    g.origin = origin.clone();
+                    g
+                })
+            });
+        }
+        changed
+    }
+
     fn reload_locked(&self, state: &mut ReloadState) -> ReloadOutcome {
         let started = Instant::now();
+        let teams_changed = self.reload_teams(state);
         let listing = match find_guideline_files(&self.root) {
             Ok(l) => {
                 state.root_error = None;
@@ -200,7 +283,7 @@ impl Guidebook {
                 state.root_error = Some(err);
                 // Keep serving what was loaded: a root that vanishes for a moment (a checkout
                 // being switched) must not take every guideline away.
-                if changed || !state.loaded_once {
+                if changed || teams_changed || !state.loaded_once {
                     state.loaded_once = true;
                     return self.swap(state, Phases::since(started));
                 }
@@ -209,37 +292,10 @@ impl Guidebook {
         };
 
         let listed = started.elapsed();
-        let mut changed = !state.loaded_once;
+        let mut changed = !state.loaded_once || teams_changed;
         // Whether the files now differ from what the cache (or the last load) held.
-        let mut parsed = false;
-        let mut next = HashMap::with_capacity(listing.len());
-        let work: Vec<_> = listing
-            .into_iter()
-            .map(|(path, meta)| {
-                let path = PathKey(path);
-                let previous = state.files.remove(&path);
-                (path, meta, previous)
-            })
-            .collect();
-        // Parsing and validating the patterns is most of a large guidebook's load: every core
-        // takes a share of the files.
-        let refreshed = crate::parallel::map(work, 64, |(path, meta, previous)| {
-            let (entry, refreshed) = FileState::refresh(
-                previous,
-                Stamp::of(&meta),
-                || read_text(&path.0, MAX_GUIDELINE_BYTES),
-                |text| parse_guideline(&path.0, &text),
-            );
-            (path, entry, refreshed)
-        });
-        for (path, entry, refreshed) in refreshed {
-            parsed |= refreshed;
-            next.insert(path, entry);
-        }
-        // Whatever is left was deleted: its guideline goes with it.
-        parsed |= !state.files.is_empty();
+        let parsed = refresh_files(listing, &mut state.files, parse_guideline);
         changed |= parsed;
-        state.files = next;
         state.loaded_once = true;
         if !changed {
             return ReloadOutcome::Unchanged;
@@ -295,6 +351,42 @@ impl Guidebook {
                 chosen.push(candidates[0].clone());
             }
         }
+        // Then each team guidebook, then each repository's rules: an id an earlier source (or an
+        // earlier file of the same source) holds is theirs, and the later one is reported.
+        let mut taken: HashMap<String, PathBuf> = chosen
+            .iter()
+            .map(|g| (g.id.clone(), g.source.clone()))
+            .collect();
+        let mut add = |g: &Arc<Guideline>, errors: &mut Vec<LoadError>| match taken.get(&g.id) {
+            Some(kept) => errors.push(LoadError::new(
+                &g.source,
+                g.id_line,
+                format!(
+                    "duplicate id `{}`: already defined in {}",
+                    g.id,
+                    kept.display()
+                ),
+            )),
+            None => {
+                taken.insert(g.id.clone(), g.source.clone());
+                chosen.push(g.clone());
+            }
+        };
+        for files in &state.teams {
+            errors.extend(files.values().filter_map(|f| f.error.clone()));
+            let mut good: Vec<&Arc<Guideline>> =
+                files.values().filter_map(|f| f.good.as_ref()).collect();
+            good.sort_by(|a, b| a.source.cmp(&b.source));
+            for g in good {
+                add(g, &mut errors);
+            }
+        }
+        for rules in state.repositories.values() {
+            errors.extend(rules.errors.iter().cloned());
+            for g in &rules.guidelines {
+                add(g, &mut errors);
+            }
+        }
         errors.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
         let built_from = Instant::now();
         let snapshot = GuidelineSnapshot::build(self.root.clone(), chosen, errors);
@@ -322,6 +414,45 @@ impl Guidebook {
         }
         outcome
     }
+}
+
+/// Refreshes `files` from a root's `listing`: every listed file re-read and parsed if its stamp
+/// changed (the last good version kept when it broke), every file no longer listed dropped.
+/// Whether anything was parsed or dropped.
+fn refresh_files(
+    listing: Vec<(PathBuf, std::fs::Metadata)>,
+    files: &mut FileMap,
+    parse: impl Fn(&Path, &str) -> Result<Guideline, LoadError> + Sync,
+) -> bool {
+    let mut parsed = false;
+    let mut next = HashMap::with_capacity(listing.len());
+    let work: Vec<_> = listing
+        .into_iter()
+        .map(|(path, meta)| {
+            let path = PathKey(path);
+            let previous = files.remove(&path);
+            (path, meta, previous)
+        })
+        .collect();
+    // Parsing and validating the patterns is most of a large guidebook's load: every core
+    // takes a share of the files.
+    let refreshed = crate::parallel::map(work, 64, |(path, meta, previous)| {
+        let (entry, refreshed) = FileState::refresh(
+            previous,
+            Stamp::of(&meta),
+            || read_text(&path.0, MAX_GUIDELINE_BYTES),
+            |text| parse(&path.0, &text),
+        );
+        (path, entry, refreshed)
+    });
+    for (path, entry, refreshed) in refreshed {
+        parsed |= refreshed;
+        next.insert(path, entry);
+    }
+    // Whatever is left was deleted: its guideline goes with it.
+    parsed |= !files.is_empty();
+    *files = next;
+    parsed
 }
 
 #[cfg(test)]

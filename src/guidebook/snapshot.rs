@@ -147,13 +147,17 @@ pub struct GuidelineSnapshot {
     /// Guidelines whose condition can hold with no pattern matching (`not` alone): every file
     /// in their scope is a candidate.
     unanchored: Vec<u32>,
+    /// The repositories some guidelines are confined to (a trusted repository's own rules), each
+    /// with its guidelines: they apply to that repository's files only.
+    homes: HashMap<PathBuf, Vec<u32>>,
     /// Applicability per (repository, language) seen lately: working it out is a pass over
     /// every guideline, a search's largest cost after the scan at 10,000 guidelines.
     applicable: Mutex<HashMap<ApplicabilityKey, Arc<Applicability>>>,
 }
 
-/// A file's repository identity and language.
-pub type ApplicabilityKey = (Option<String>, Option<&'static str>);
+/// A file's repository root (only when some guidelines are confined to it), repository
+/// identity and language.
+pub type ApplicabilityKey = (Option<PathBuf>, Option<String>, Option<&'static str>);
 
 /// The most (repository, language) pairs whose applicability a snapshot keeps.
 const APPLICABILITY_KEPT: usize = 64;
@@ -222,7 +226,14 @@ impl GuidelineSnapshot {
                 .filter_map(|(gi, c)| Some((gi as u32, c.guideline.paths.as_deref()?))),
         );
         let matcher = PatternMatcher::build_indexed(patterns);
+        let mut homes: HashMap<PathBuf, Vec<u32>> = HashMap::new();
+        for (gi, c) in compiled.iter().enumerate() {
+            if let Some(home) = c.guideline.origin.home() {
+                homes.entry(home.to_path_buf()).or_default().push(gi as u32);
+            }
+        }
         GuidelineSnapshot {
+            homes,
             root,
             guidelines: compiled,
             errors,
@@ -240,12 +251,24 @@ impl GuidelineSnapshot {
         Self::build(root, Vec::new(), Vec::new())
     }
 
-    /// Which guidelines apply to a file with this repository identity and language.
+    /// Which guidelines apply to a file with this repository identity and language, outside
+    /// every repository that has rules of its own.
     pub fn applicability(&self, repository: Option<&str>, language: Option<&str>) -> Applicability {
+        self.applicability_at(None, repository, language)
+    }
+
+    /// Which guidelines apply to a file of the repository whose canonical root is `home`, with
+    /// this identity and language: the guidebook's, and that repository's own rules.
+    pub fn applicability_at(
+        &self,
+        home: Option<&Path>,
+        repository: Option<&str>,
+        language: Option<&str>,
+    ) -> Applicability {
         let mut repo_ok: Vec<bool> = self
             .guidelines
             .iter()
-            .map(|g| g.guideline.repositories.is_none())
+            .map(|g| g.guideline.repositories.is_none() && g.guideline.origin.home().is_none())
             .collect();
         if let Some(repo) = repository {
             for (set, owners) in &self.repo_globs {
@@ -256,21 +279,42 @@ impl GuidelineSnapshot {
                 }
             }
         }
+        if let Some(own) = home.and_then(|h| self.homes.get(h)) {
+            for &g in own {
+                repo_ok[g as usize] = true;
+            }
+        }
         self.applicability_with(repo_ok, language)
     }
 
-    /// [`Self::applicability`], kept for the next file of the same repository and language.
+    /// Whether some guidelines are confined to the repository at this canonical root.
+    pub fn has_rules_of(&self, root: &Path) -> bool {
+        self.homes.contains_key(root)
+    }
+
+    /// Whether any guideline is confined to a repository.
+    pub fn has_repository_rules(&self) -> bool {
+        !self.homes.is_empty()
+    }
+
+    /// [`Self::applicability_at`], kept for the next file of the same repository and language.
     pub fn applicability_kept(
         &self,
+        home: Option<&Path>,
         repository: Option<&str>,
         language: Option<&'static str>,
     ) -> Arc<Applicability> {
         let lock = || self.applicable.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (repository.map(str::to_string), language);
+        let home = home.filter(|h| self.homes.contains_key(*h));
+        let key = (
+            home.map(Path::to_path_buf),
+            repository.map(str::to_string),
+            language,
+        );
         if let Some(a) = lock().get(&key) {
             return a.clone();
         }
-        let made = Arc::new(self.applicability(repository, language));
+        let made = Arc::new(self.applicability_at(home, repository, language));
         let mut kept = lock();
         if kept.len() >= APPLICABILITY_KEPT {
             kept.clear();
@@ -479,6 +523,7 @@ mod tests {
             patterns: pats.iter().map(|s| s.to_string()).collect(),
             content: format!("{id} content"),
             source: Path::new("/g").join(id).join("guideline.yaml"),
+            origin: Default::default(),
             id_line: Some(1),
             examples: Vec::new(),
             indexes: Default::default(),

@@ -35,6 +35,12 @@ pub struct Params {
 pub struct FoundGuideline {
     pub id: String,
     pub content: String,
+    /// Where a guideline from outside the guidebook root came from (file and line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// A repository's own rule (text from the repository the user trusted).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repository: bool,
 }
 
 impl From<ShownGuideline> for FoundGuideline {
@@ -42,6 +48,8 @@ impl From<ShownGuideline> for FoundGuideline {
         FoundGuideline {
             id: g.id,
             content: g.content,
+            source: g.source,
+            repository: g.repository,
         }
     }
 }

@@ -274,10 +274,11 @@ pub struct Allows {
 
 impl Allows {
     fn of(text: &Text<'_>) -> Allows {
-        // The marker, blanks, then ids separated by commas; the list ends at anything else.
+        // The marker, blanks, then ids separated by commas (a guidebook's, or a repository's
+        // own `repo:…`); the list ends at anything else.
         static ALLOW: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
             Regex::new(
-                r"guidebook:allow[ \t]+([a-z0-9][a-z0-9-]*(?:[ \t]*,[ \t]*[a-z0-9][a-z0-9-]*)*)",
+                r"guidebook:allow[ \t]+((?:repo:[A-Za-z0-9._/-]+|[a-z0-9][a-z0-9-]*)(?:[ \t]*,[ \t]*(?:repo:[A-Za-z0-9._/-]+|[a-z0-9][a-z0-9-]*))*)",
             )
             .expect("a valid regex")
         });
