@@ -157,7 +157,7 @@ fn open_best(root: &OwnedFd, relative: &Path, parts: &[CString]) -> Result<Owned
     let joined = join(parts);
     match openat2(root.as_raw_fd(), &joined) {
         Ok(fd) => Ok(fd),
-        Err(errno) if matches!(errno, libc::ENOSYS | libc::EPERM | libc::E2BIG) => {
+        Err(libc::ENOSYS | libc::EPERM | libc::E2BIG) => {
             NO_OPENAT2.store(true, Ordering::Relaxed);
             open_per_component(root, parts)
         }

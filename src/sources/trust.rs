@@ -33,6 +33,11 @@ use crate::sources::read::read_text_beneath;
 /// The one version of `trust.json` this build reads and writes.
 pub const VERSION: u64 = 1;
 
+/// Where the trust store lives: `HOME_DIR/trust.json`.
+pub fn store_path(settings: &crate::config::Settings) -> PathBuf {
+    settings.home.join("trust.json")
+}
+
 /// What `trust.json` could not be read or written as.
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
