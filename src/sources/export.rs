@@ -618,18 +618,22 @@ mod tests {
 
     #[test]
     fn languages_join_directory_globs_and_the_rest_is_reported() {
-        let gl = g("id: a\nscope:\n  languages: [kotlin]\n  paths: ['/src/', 'Makefile.kt', '!**/test/**']\nmatch:\n  regex:\n    pattern: x\ncontent: c\n");
+        let gl = g("id: a\nscope:\n  languages: [kotlin]\n  paths: ['/src/', 'build.gradle', '*Test.kt', '!**/test/**']\nmatch:\n  regex:\n    pattern: x\ncontent: c\n");
         let plan = plan(Format::Cursor, &[&gl]);
         let text = &plan.files[0].text;
         assert!(
-            text.contains("globs: src/**/*.{kt,kts},**/Makefile.kt\n"),
+            text.contains("globs: src/**/*.{kt,kts},**/build.gradle,**/*Test.kt\n"),
             "{text}"
         );
         let what: Vec<&str> = plan.reports.iter().map(|r| r.what.as_str()).collect();
         assert!(
             what.iter()
-                .any(|w| w.contains("not applied to the glob `**/Makefile.kt`")),
+                .any(|w| w.contains("not applied to the glob `**/build.gradle`")),
             "{what:?}"
+        );
+        assert!(
+            !what.iter().any(|w| w.contains("*Test.kt")),
+            "a glob whose extension says the language: {what:?}"
         );
         assert!(
             what.iter()
