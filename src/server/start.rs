@@ -1,6 +1,6 @@
 //! The daemon's start-up: private directories, the sample guidebook, the engine, the socket
-//! (bound, or adopted from systemd), the Prometheus endpoint if configured, readiness, the reload
-//! loop, and serving until shutdown.
+//! (bound, or adopted from systemd), the Prometheus endpoint if configured, readiness, the watch
+//! over the sources (reloads on change), and serving until shutdown.
 //!
 //! `guidebook serve` is a thin caller of [`start`]; everything a daemon does between its
 //! arguments and its exit lives here.
@@ -13,6 +13,7 @@ use super::{inherited_listener, ActivationError, Notifier, SocketError};
 use crate::config::Settings;
 use crate::engine::Engine;
 use crate::sample::install_sample;
+use crate::sources::watch::{Watch, WatchConfig, WatchKey, WatchMode};
 use crate::store::StoreError;
 
 /// Why the daemon could not start (or stopped with an error).
@@ -81,8 +82,12 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
     // The guidebook is compiled on a thread of its own while the socket comes up: `status`
     // answers at once, and the first searches wait for the load (within their deadline).
     let engine = Arc::new(Engine::open_unloaded(settings.clone())?);
+    // Reloads on change; armed once the first load is done (see `arm_sources`).
+    let watch = Arc::new(watch_sources(&engine, &settings));
     {
         let engine = engine.clone();
+        let watch = watch.clone();
+        let settings = settings.clone();
         std::thread::Builder::new()
             .name("guidebook-load".into())
             .spawn(move || {
@@ -96,6 +101,7 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
                     took_ms = started.elapsed().as_millis() as u64,
                     "guidebook ready"
                 );
+                arm_sources(&watch, &settings);
             })
             .map_err(|source| StartError::Io {
                 doing: "starting the guidebook loader".into(),
@@ -161,10 +167,6 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
             }
             None => None,
         };
-        let reloader = tokio::spawn(reload_loop(
-            engine.clone(),
-            Duration::from_millis(settings.reload_interval_ms.max(50)),
-        ));
         tracing::info!(
             socket = %settings.socket.display(),
             db = %settings.db.display(),
@@ -209,12 +211,13 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
             Ok(socket_file) => socket_file,
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         };
-        reloader.abort();
         if let Some(endpoint) = endpoint {
             endpoint.abort();
         }
         Ok::<_, StartError>(socket_file)
     })?;
+    // No reload starts from here on (one under way finishes on the watch's thread).
+    drop(watch);
     // What the recorder still holds is written before the process can exit, and so is a parse
     // cache whose write was put off.
     engine.recorder.flush();
@@ -264,129 +267,71 @@ fn raise_descriptor_limit() -> u64 {
     }
 }
 
-/// Re-reads the guidebook (guidelines and prompt packs) on an interval. A poll (a `stat` per
-/// guideline file) rather than a file-system watcher: it sees edits through symlinks, network
-/// mounts and editors that replace files, and needs no extra dependency. A check is not free
-/// (about 8–10 ms of CPU at 1,000 guideline directories, 80–120 ms at 10,000), so the next one
-/// waits in proportion to the CPU time the last one used (see [`reload_pause`]).
-async fn reload_loop(engine: Arc<Engine>, every: Duration) {
-    // Checks start an interval after the first load is done: one that started while it ran
-    // would walk the root again at once, on the cores the first searches are waiting for.
-    while !engine.guidebook.is_loaded() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+/// The watch over every source the daemon serves from, not armed yet ([`arm_sources`] does
+/// that once the first load is done). Replaces the poll that re-walked the whole guidebook
+/// root every `reloadIntervalMs`: idle, that cost 1.0 % of a core at 1,000 guidelines and
+/// 4.8 % at 10,000; now a source is checked only when a notification says it changed
+/// (`reloadIntervalMs` is the fallback poll's interval, for a source that cannot be watched).
+fn watch_sources(engine: &Arc<Engine>, settings: &Settings) -> Watch {
+    let config = WatchConfig::new(Duration::from_millis(settings.reload_interval_ms.max(50)));
+    let engine = engine.clone();
+    Watch::start(config, move |watch, keys| {
+        reload_changed(&engine, watch, keys)
+    })
+}
+
+/// Arms the watch: the guidebook root (guideline files and `prompts/`), each team guidebook's
+/// checkout (which may not exist yet) and `trust.json`. Then every source is checked once:
+/// whatever changed between the first load and the watches being in place is seen (and the
+/// parse cache, whose write the first load put off, is written).
+fn arm_sources(watch: &Watch, settings: &Settings) {
+    watch.add(WatchKey::Guidebook, settings.guidebook_root.clone(), true);
+    for team in &settings.team_guidebooks {
+        watch.add(WatchKey::Team(team.name.clone()), team.dir.clone(), true);
     }
-    let mut pause = every;
-    loop {
-        tokio::time::sleep(pause).await;
-        let engine = engine.clone();
+    watch.add(WatchKey::Trust, settings.home.join("trust.json"), false);
+    watch.check_all();
+    match watch.mode() {
+        WatchMode::Notify => tracing::info!("watching the sources for changes"),
+        WatchMode::Polling { keys } => tracing::warn!(
+            ?keys,
+            every_ms = settings.reload_interval_ms,
+            "these sources cannot be watched (no file watcher, or the inotify watch limit: \
+             fs.inotify.max_user_watches); they are polled"
+        ),
+    }
+}
+
+/// What the watch calls (on its own thread) with the sources that changed: the guidebook and
+/// its prompt packs are reloaded for the root or a team guidebook; the rest goes to
+/// [`sources_changed`].
+fn reload_changed(engine: &Engine, watch: &Watch, keys: &[WatchKey]) {
+    if keys
+        .iter()
+        .any(|k| matches!(k, WatchKey::Guidebook | WatchKey::Team(_)))
+    {
         let started = Instant::now();
-        let cpu_before = process_cpu_time();
-        let reloaded = tokio::task::spawn_blocking(move || {
-            engine.guidebook.reload();
-            engine.prompts.reload();
-        });
-        if let Err(e) = reloaded.await {
-            tracing::error!("guidebook reload panicked: {e}");
-        }
-        // The whole process's CPU time: a check walks on every core, and whatever searches
-        // ran meanwhile count too, which only spaces checks out more while the daemon is busy.
-        let cpu = process_cpu_time().saturating_sub(cpu_before);
-        pause = reload_pause(every, cpu);
+        engine.guidebook.reload();
+        engine.prompts.reload();
         tracing::debug!(
+            ?keys,
             took_ms = crate::time::log_ms(started.elapsed()),
-            cpu_ms = crate::time::log_ms(cpu),
-            next_in_ms = pause.as_millis() as u64,
             "checked the guidebook for changes"
         );
     }
-}
-
-/// How long to wait before the next check for changes: `every`, or longer when the last check
-/// used more CPU time than [`RELOAD_CHECK_SHARE`] of one core allows, but never more than
-/// [`RELOAD_PAUSE_MAX`]. An idle daemon on a laptop must not burn a core checking files: with
-/// the pause in proportion to wall time, 10,000 guideline directories checked on two threads
-/// every 400–470 ms took 31 % of a core while nobody called the daemon.
-fn reload_pause(every: Duration, cpu: Duration) -> Duration {
-    (cpu * RELOAD_CHECK_SHARE).min(RELOAD_PAUSE_MAX).max(every)
-}
-
-/// The next check waits at least this many times the CPU time the last one used: the checks
-/// take at most about a twentieth of one core (1 / (1 + 20)).
-const RELOAD_CHECK_SHARE: u32 = 20;
-
-/// However costly a check, the next one comes within this long (a configured interval that is
-/// longer still is kept).
-const RELOAD_PAUSE_MAX: Duration = Duration::from_secs(30);
-
-/// The CPU time (user and system) this process has used so far, all threads together.
-fn process_cpu_time() -> Duration {
-    // SAFETY: `getrusage` writes into the zeroed struct it is given and reads nothing else.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
-            return Duration::ZERO;
-        }
-        usage
-    };
-    let of = |t: libc::timeval| {
-        Duration::new(t.tv_sec.max(0) as u64, 0) + Duration::from_micros(t.tv_usec.max(0) as u64)
-    };
-    of(usage.ru_utime) + of(usage.ru_stime)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn checks_for_changes_take_at_most_a_twentieth_of_a_core() {
-        let every = Duration::from_millis(400);
-        let ms = Duration::from_millis;
-        // A small guidebook is checked on the interval.
-        assert_eq!(reload_pause(every, ms(3)), every);
-        assert_eq!(reload_pause(every, ms(20)), every);
-        // A large one waits twenty times the CPU time its check used: 10,000 guideline
-        // directories walked on two threads (100 ms of wall time, 200 ms of CPU).
-        let cpu = ms(200);
-        let pause = reload_pause(every, cpu);
-        assert_eq!(pause, ms(4000));
-        assert!(cpu.as_secs_f64() / (cpu + pause).as_secs_f64() <= 0.05);
-        // However large, a change is seen within half a minute.
-        assert_eq!(
-            reload_pause(every, Duration::from_secs(5)),
-            RELOAD_PAUSE_MAX
-        );
-        // A configured interval longer than that is kept.
-        let hourly = Duration::from_secs(3600);
-        assert_eq!(reload_pause(hourly, Duration::from_secs(5)), hourly);
-    }
-
-    #[test]
-    fn process_cpu_time_counts_work_on_every_thread() {
-        // Each thread spins until it has itself used 40 ms of CPU, however loaded the machine.
-        let thread_cpu = || {
-            // SAFETY: `clock_gettime` writes into the zeroed struct it is given.
-            let mut t: libc::timespec = unsafe { std::mem::zeroed() };
-            assert_eq!(
-                unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) },
-                0
-            );
-            Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-        };
-        let spin = || {
-            let start = thread_cpu();
-            let mut x = 0u64;
-            while thread_cpu() - start < Duration::from_millis(40) {
-                x = std::hint::black_box(x.wrapping_add(1));
-            }
-        };
-        let before = process_cpu_time();
-        std::thread::scope(|s| {
-            s.spawn(spin);
-            s.spawn(spin);
-        });
-        let used = process_cpu_time() - before;
-        // Both threads' 40 ms (rusage counts in microseconds; a little slack for rounding).
-        assert!(used >= Duration::from_millis(79), "counted {used:?}");
+    let others: Vec<WatchKey> = keys
+        .iter()
+        .filter(|k| matches!(k, WatchKey::Trust | WatchKey::Repository(_)))
+        .cloned()
+        .collect();
+    if !others.is_empty() {
+        sources_changed(engine, watch, &others);
     }
 }
+
+/// `trust.json` or a trusted repository's rule files changed (`keys` holds only
+/// [`WatchKey::Trust`] and [`WatchKey::Repository`]), on the watch's thread: a blocking thread,
+/// and the next report waits for this to return. `watch` is where repository paths are added
+/// ([`Watch::add`] with [`WatchKey::Repository`]) and removed. Nothing to do until the
+/// repository rules are served.
+fn sources_changed(_engine: &Engine, _watch: &Watch, _keys: &[WatchKey]) {}
