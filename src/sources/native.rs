@@ -491,7 +491,7 @@ pub(crate) fn map_glob(glob: &str) -> Result<String, String> {
         Some(rest) => ("!", rest.trim_start()),
         None => ("", glob),
     };
-    let drive = pattern.as_bytes().len() >= 3
+    let drive = pattern.len() >= 3
         && pattern.as_bytes()[0].is_ascii_alphabetic()
         && pattern.as_bytes()[1] == b':'
         && matches!(pattern.as_bytes()[2], b'/' | b'\\');
