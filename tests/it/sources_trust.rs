@@ -1,4 +1,4 @@
-//! `guidebook trust`: what it shows and records, and every defense of reading a repository's rule files.
+//! `guidebook trust`: what it shows and records, and each defense of reading rule files.
 //!
 //! Each test runs the real `guidebook` binary on a real git repository with a home of its own;
 //! no sidecar is needed (trust is the CLI's and `trust.json`'s). Traversal by a `..` path is
