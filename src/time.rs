@@ -66,6 +66,24 @@ pub fn parse_date(text: &str) -> Option<i64> {
     (civil_from_days(days) == (y, m as u32, d as u32)).then_some(days * 86_400)
 }
 
+/// The epoch second of a timestamp as [`rfc3339`] writes it (`YYYY-MM-DDTHH:MM:SSZ`); `None`
+/// for anything else.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() != 20 || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z' {
+        return None;
+    }
+    let day = parse_date(&text[..10])?;
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = &text[r];
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())?
+    };
+    let (h, m, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    (h < 24 && m < 60 && s < 60).then_some(day + h * 3600 + m * 60 + s)
+}
+
 /// Howard Hinnant's civil-to-days algorithm, the inverse of [`civil_from_days`].
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -95,6 +113,17 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_read_back() {
+        for t in [0i64, 86_399, 1_790_000_123] {
+            let at = UNIX_EPOCH + std::time::Duration::from_secs(t as u64);
+            assert_eq!(parse_rfc3339(&rfc3339(at)), Some(t));
+        }
+        assert_eq!(parse_rfc3339("2026-12-06T24:00:00Z"), None);
+        assert_eq!(parse_rfc3339("2026-12-06 10:00:00Z"), None);
+        assert_eq!(parse_rfc3339("2026-12-06T10:00:00+01:00"), None);
+    }
     use std::time::Duration;
 
     #[test]

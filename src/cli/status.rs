@@ -55,6 +55,22 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
         s.flags.path,
         s.flags.loaded_at.as_deref().unwrap_or("never")
     );
+    if let Some(sources) = &s.sources {
+        for t in &sources.teams {
+            println!("team        {}", team_line(t));
+        }
+        for r in &sources.repositories {
+            println!(
+                "repository  {} (trusted, {} rules served, {} files not served)",
+                r.root,
+                r.served,
+                r.waiting.len()
+            );
+            for w in &r.waiting {
+                println!("  {w}");
+            }
+        }
+    }
     if let Some(t) = &s.tokenizer {
         let loaded = if t.vocabulary_loaded {
             "vocabulary loaded"
@@ -87,4 +103,35 @@ pub fn run(settings: &Settings, json: bool) -> Result<ExitCode, CliError> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A team guidebook's line: its name, where it comes from, the revision served and its age.
+pub(super) fn team_line(t: &crate::rpc::status::TeamStatus) -> String {
+    let from = match &t.git_ref {
+        Some(r) => format!("{} ({r})", t.url),
+        None => t.url.clone(),
+    };
+    let at = match (&t.revision, t.age_seconds) {
+        (Some(rev), Some(age)) => format!("at {} fetched {} ago", short(rev), age_text(age)),
+        (Some(rev), None) => format!("at {}", short(rev)),
+        (None, _) => "not fetched yet".into(),
+    };
+    match &t.error {
+        Some(e) => format!("{} from {from}: {at}; last fetch failed: {e}", t.name),
+        None => format!("{} from {from}: {at}", t.name),
+    }
+}
+
+fn short(revision: &str) -> &str {
+    &revision[..revision.len().min(12)]
+}
+
+/// `age` seconds as the largest whole unit (`42s`, `7m`, `3h`, `2d`).
+fn age_text(age: u64) -> String {
+    match age {
+        0..=59 => format!("{age}s"),
+        60..=3599 => format!("{}m", age / 60),
+        3600..=86_399 => format!("{}h", age / 3600),
+        _ => format!("{}d", age / 86_400),
+    }
 }

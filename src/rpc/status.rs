@@ -22,6 +22,91 @@ pub struct Status {
     /// Absent in the answers of sidecars older than this field.
     #[serde(default)]
     pub tokenizer: Option<TokenizerStatus>,
+    /// The sources beside the root: team guidebooks and trusted repositories. Absent in the
+    /// answers of sidecars older than this field.
+    #[serde(default)]
+    pub sources: Option<SourcesStatus>,
+}
+
+/// The team guidebooks and the trusted repositories' rules being served.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SourcesStatus {
+    pub teams: Vec<TeamStatus>,
+    pub repositories: Vec<RepositoryStatus>,
+}
+
+/// One team guidebook: what its checkout is at, and since when.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamStatus {
+    pub name: String,
+    pub url: String,
+    #[serde(rename = "ref")]
+    pub git_ref: Option<String>,
+    /// The commit served; `null` until a first fetch succeeded.
+    pub revision: Option<String>,
+    /// When a fetch last succeeded.
+    pub fetched_at: Option<String>,
+    /// Seconds since then.
+    pub age_seconds: Option<u64>,
+    /// Why the last fetch failed (the last good checkout is served); `null` when it did not.
+    pub error: Option<String>,
+}
+
+/// One trusted repository: how many of its rules are served, and which files are not, and why.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepositoryStatus {
+    pub root: String,
+    pub served: usize,
+    /// `FILE: STATE: REASON` per file not served (`new`/`changed` wait for `guidebook trust`).
+    pub waiting: Vec<String>,
+    /// Files in error, with line and column.
+    pub errors: Vec<String>,
+}
+
+/// The sources' state as `status` reports it.
+pub fn sources_status(engine: &Engine) -> SourcesStatus {
+    let now = crate::time::now_epoch();
+    SourcesStatus {
+        teams: engine
+            .settings
+            .team_guidebooks
+            .iter()
+            .map(|t| {
+                let state = crate::sources::team::TeamState::read(t);
+                TeamStatus {
+                    age_seconds: state
+                        .fetched_at
+                        .as_deref()
+                        .and_then(crate::time::parse_rfc3339)
+                        .map(|at| now.saturating_sub(at).max(0) as u64),
+                    name: t.name.clone(),
+                    url: t.url.clone(),
+                    git_ref: t.git_ref.clone(),
+                    revision: state.revision,
+                    fetched_at: state.fetched_at,
+                    error: state.error,
+                }
+            })
+            .collect(),
+        repositories: engine
+            .repositories
+            .reports()
+            .into_iter()
+            .map(|r| RepositoryStatus {
+                root: r.root.display().to_string(),
+                served: r.served,
+                waiting: r
+                    .waiting
+                    .iter()
+                    .map(|w| format!("{}: {}: {}", w.file.display(), w.state, w.reason))
+                    .collect(),
+                errors: r.errors,
+            })
+            .collect(),
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -88,6 +173,7 @@ pub fn handle(engine: &Engine, _params: Params) -> Status {
                 })
                 .collect(),
         },
+        sources: Some(sources_status(engine)),
         tokenizer: Some(TokenizerStatus {
             name: engine.tokenizer.name().to_string(),
             vocabulary_loaded: crate::tokens::vocabulary_loaded(),

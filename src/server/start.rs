@@ -84,6 +84,15 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
     let engine = Arc::new(Engine::open_unloaded(settings.clone())?);
     // Reloads on change; armed once the first load is done (see `arm_sources`).
     let watch = Arc::new(watch_sources(&engine, &settings));
+    // Each team guidebook fetched now and every `refreshMinutes`; a fetch that moved a checkout
+    // reloads the guidebook at once (the watch would see the files change too).
+    let refresher = (!settings.team_guidebooks.is_empty()).then(|| {
+        let engine = engine.clone();
+        crate::sources::team::spawn_refresher(settings.team_guidebooks.clone(), move |name| {
+            tracing::info!(team = name, "team guidebook updated");
+            engine.guidebook.reload();
+        })
+    });
     {
         let engine = engine.clone();
         let watch = watch.clone();
@@ -218,6 +227,7 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
     })?;
     // No reload starts from here on (one under way finishes on the watch's thread).
     drop(watch);
+    drop(refresher);
     // What the recorder still holds is written before the process can exit, and so is a parse
     // cache whose write was put off.
     engine.recorder.flush();
@@ -330,8 +340,34 @@ fn reload_changed(engine: &Engine, watch: &Watch, keys: &[WatchKey]) {
 }
 
 /// `trust.json` or a trusted repository's rule files changed (`keys` holds only
-/// [`WatchKey::Trust`] and [`WatchKey::Repository`]), on the watch's thread: a blocking thread,
-/// and the next report waits for this to return. `watch` is where repository paths are added
-/// ([`Watch::add`] with [`WatchKey::Repository`]) and removed. Nothing to do until the
-/// repository rules are served.
-fn sources_changed(_engine: &Engine, _watch: &Watch, _keys: &[WatchKey]) {}
+/// [`WatchKey::Trust`] and [`WatchKey::Repository`]), on the watch's thread: every trusted
+/// repository is loaded again after a change of `trust.json` (a new trust, an untrust, new
+/// hashes), else only the repositories whose directories saw a change; then the watch is made
+/// to cover exactly the served repositories' rule directories (each one its own key).
+fn sources_changed(engine: &Engine, watch: &Watch, keys: &[WatchKey]) {
+    let repositories = &engine.repositories;
+    let before = repositories.watch_set();
+    if keys.contains(&WatchKey::Trust) {
+        repositories.reload_all(&engine.guidebook);
+    } else {
+        let roots: std::collections::BTreeSet<std::path::PathBuf> = keys
+            .iter()
+            .filter_map(|k| match k {
+                WatchKey::Repository(dir) => repositories.root_of(dir),
+                _ => None,
+            })
+            .collect();
+        for root in roots {
+            repositories.reload(&root, &engine.guidebook);
+        }
+    }
+    let after = repositories.watch_set();
+    for (dir, _) in before.difference(&after) {
+        if !after.iter().any(|(d, _)| d == dir) {
+            watch.remove(&WatchKey::Repository(dir.clone()));
+        }
+    }
+    for (dir, recursive) in after.difference(&before) {
+        watch.add(WatchKey::Repository(dir.clone()), dir.clone(), *recursive);
+    }
+}

@@ -62,7 +62,61 @@ pub struct RepositorySources {
     reports: Mutex<BTreeMap<PathBuf, RepositoryReport>>,
     /// One load at a time: two would race to set a repository's guidelines.
     loading: Mutex<()>,
+    /// What each served repository's watch covers: `(directory, recursive)`.
+    watched: Mutex<BTreeMap<PathBuf, BTreeSet<(PathBuf, bool)>>>,
+    /// Each served repository's rule files as they stood at its last load: a change elsewhere
+    /// in a watched directory (the agent's edit of a file beside an `AGENTS.md`) reloads
+    /// nothing.
+    fingerprints: Mutex<BTreeMap<PathBuf, Fingerprint>>,
 }
+
+/// The rule files in a repository's watched directories, each with what `lstat` says of it.
+type Fingerprint = Vec<(PathBuf, u64, u64, i64, i64, i64)>;
+
+/// The rule files in `dirs` (each tree walked, each other directory listed), with inode, size,
+/// modification and change times; no symlink followed.
+fn fingerprint(root: &Path, dirs: &BTreeSet<(PathBuf, bool)>) -> Fingerprint {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for (dir, recursive) in dirs {
+        let mut walk = ignore::WalkBuilder::new(dir);
+        walk.standard_filters(false).follow_links(false);
+        if !recursive {
+            walk.max_depth(Some(1));
+        }
+        for entry in walk.build().flatten().take(10_000) {
+            let path = entry.path();
+            let Ok(relative) = path.strip_prefix(root) else {
+                continue;
+            };
+            if RuleFormat::of(relative).is_none() {
+                continue;
+            }
+            if let Ok(m) = std::fs::symlink_metadata(path) {
+                out.push((
+                    relative.to_path_buf(),
+                    m.ino(),
+                    m.len(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ctime(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The places under a repository root where rule files live in trees of their own, watched
+/// recursively; any other rule file's directory is watched on its own.
+const RULE_TREES: [&str; 5] = [
+    ".guidebook",
+    ".cursor/rules",
+    ".claude/rules",
+    ".github/instructions",
+    ".continue/rules",
+];
 
 impl RepositorySources {
     pub fn new(rules: RepositoryRules, trust_file: PathBuf) -> Self {
@@ -71,6 +125,8 @@ impl RepositorySources {
             trust_file,
             reports: Mutex::new(BTreeMap::new()),
             loading: Mutex::new(()),
+            watched: Mutex::new(BTreeMap::new()),
+            fingerprints: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -99,6 +155,7 @@ impl RepositorySources {
         {
             guidebook.set_repository(&gone, None);
             self.lock_reports().remove(&gone);
+            self.lock_watched().remove(&gone);
         }
         for root in &trusted {
             self.load_one(&store, root, guidebook);
@@ -106,9 +163,20 @@ impl RepositorySources {
         trusted.into_iter().collect()
     }
 
-    /// Loads the rules of the repository at `root` again (a watched rule file changed).
+    /// Loads the rules of the repository at `root` again when one of its rule files changed
+    /// (something changed in a watched directory; a file that is not a rule file leaves it).
     pub fn reload(&self, root: &Path, guidebook: &Guidebook) {
         let _one = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        let dirs = self.lock_watched().get(root).cloned().unwrap_or_default();
+        let known = self
+            .fingerprints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(root)
+            .cloned();
+        if known.is_some_and(|known| known == fingerprint(root, &dirs)) {
+            return;
+        }
         match TrustStore::load(&self.trust_file) {
             Ok(store) => self.load_one(&store, root, guidebook),
             Err(e) => tracing::warn!(target: crate::watched::FILE_ERRORS, "{e}"),
@@ -119,9 +187,32 @@ impl RepositorySources {
         let Some(trusted) = store.files_of(root) else {
             guidebook.set_repository(root, None);
             self.lock_reports().remove(root);
+            self.lock_watched().remove(root);
             return;
         };
+        // The directories of every trusted file and the rule trees, fingerprinted before the
+        // files are read: a change during the load is seen by the next check.
+        let outside_trees = |p: &PathBuf| !RULE_TREES.iter().any(|t| p.starts_with(root.join(t)));
+        let parents = |files: &mut dyn Iterator<Item = &PathBuf>| -> Vec<(PathBuf, bool)> {
+            files
+                .filter_map(|f| root.join(f).parent().map(Path::to_path_buf))
+                .filter(outside_trees)
+                .map(|p| (p, false))
+                .collect()
+        };
+        let mut dirs: BTreeSet<(PathBuf, bool)> = RULE_TREES
+            .iter()
+            .map(|tree| (root.join(tree), true))
+            .collect();
+        dirs.extend(parents(&mut trusted.keys()));
+        let now = fingerprint(root, &dirs);
         let (rules, report) = load_repository(root, &self.rules, trusted);
+        dirs.extend(parents(&mut report.waiting.iter().map(|w| &w.file)));
+        self.fingerprints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(root.to_path_buf(), now);
+        self.lock_watched().insert(root.to_path_buf(), dirs);
         tracing::info!(
             root = %root.display(),
             served = report.served,
@@ -133,6 +224,30 @@ impl RepositorySources {
         self.lock_reports().insert(root.to_path_buf(), report);
     }
 
+    /// The directories to watch for the served repositories' rule files — each rule tree
+    /// (recursively) and the directory of every other rule file found — as `(directory,
+    /// recursive)`.
+    pub fn watch_set(&self) -> BTreeSet<(PathBuf, bool)> {
+        self.watched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// The served repository a watched directory belongs to.
+    pub fn root_of(&self, dir: &Path) -> Option<PathBuf> {
+        self.watched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .filter(|root| dir.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())
+            .cloned()
+    }
+
     /// What each trusted repository's rules came to at its last load.
     pub fn reports(&self) -> Vec<RepositoryReport> {
         self.lock_reports().values().cloned().collect()
@@ -141,6 +256,12 @@ impl RepositorySources {
     /// The report of the trusted repository at `root` (canonical), if it is trusted.
     pub fn report_of(&self, root: &Path) -> Option<RepositoryReport> {
         self.lock_reports().get(root).cloned()
+    }
+
+    fn lock_watched(
+        &self,
+    ) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, BTreeSet<(PathBuf, bool)>>> {
+        self.watched.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock_reports(&self) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, RepositoryReport>> {
