@@ -529,7 +529,16 @@ pub(crate) fn loader_check(path: Option<&str>, pattern: Option<&str>) -> Result<
     ));
     crate::guidebook::parse_guideline(Path::new("rule"), &yaml)
         .map(drop)
-        .map_err(|e| e.message)
+        .map_err(|e| {
+            // serde's path to the value (`match.regex: `) names our check text, not the rule.
+            let m = e.message;
+            match m.split_once(": ") {
+                Some((at, rest)) if at.starts_with("match.") || at.starts_with("scope.") => {
+                    rest.to_string()
+                }
+                _ => m,
+            }
+        })
 }
 
 #[cfg(test)]
