@@ -96,6 +96,8 @@ pub fn run(settings: Result<Settings, ConfigError>) -> ExitCode {
                 std::env::var("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS").ok(),
             ));
             checks.push(guidebook(&settings));
+            checks.extend(team_guidebooks(&settings));
+            checks.extend(trusted_repositories(&settings));
             checks.push(database(&settings));
             checks.push(flags_file(&settings.flags));
             checks.push(metrics_alerts(&settings));
@@ -155,6 +157,99 @@ fn versions() -> Check {
     } else {
         Check::fail(NAME, detail, REINSTALL)
     }
+}
+
+/// Each team guidebook: the revision served and its age, or why its fetch fails.
+fn team_guidebooks(settings: &Settings) -> Vec<Check> {
+    const NAME: &str = "team guidebook";
+    let now = crate::time::now_epoch();
+    settings
+        .team_guidebooks
+        .iter()
+        .map(|t| {
+            let state = crate::sources::team::TeamState::read(t);
+            let age = state
+                .fetched_at
+                .as_deref()
+                .and_then(crate::time::parse_rfc3339)
+                .map(|at| now.saturating_sub(at).max(0) as u64);
+            let line = super::status::team_line(&crate::rpc::status::TeamStatus {
+                name: t.name.clone(),
+                url: t.url.clone(),
+                git_ref: t.git_ref.clone(),
+                revision: state.revision.clone(),
+                fetched_at: state.fetched_at.clone(),
+                age_seconds: age,
+                error: state.error.clone(),
+            });
+            let stale = age.is_some_and(|a| a > 3 * 60 * t.refresh_minutes.max(1) + 60);
+            match (&state.revision, &state.error) {
+                (None, _) => Check::warn(
+                    NAME,
+                    line,
+                    "start the sidecar (it fetches at start) and check the URL, ref and network",
+                ),
+                (Some(_), Some(_)) => Check::warn(
+                    NAME,
+                    line,
+                    "the last good checkout is served; check the URL, ref and network",
+                ),
+                (Some(_), None) if stale => Check::warn(
+                    NAME,
+                    line,
+                    "the sidecar has not refreshed it lately: is it running?",
+                ),
+                _ => Check::ok(NAME, line),
+            }
+        })
+        .collect()
+}
+
+/// Each trusted repository: its rule files that wait for `guidebook trust` (changed or new
+/// since it was trusted) and those that are never read.
+fn trusted_repositories(settings: &Settings) -> Vec<Check> {
+    const NAME: &str = "repository rules";
+    let path = settings.home.join("trust.json");
+    let store = match crate::sources::trust::TrustStore::load(&path) {
+        Ok(store) => store,
+        Err(e) => {
+            return vec![Check::fail(
+                NAME,
+                e.to_string(),
+                "fix or remove trust.json, then trust the repositories again",
+            )]
+        }
+    };
+    store
+        .repositories()
+        .iter()
+        .map(|r| {
+            let state = crate::sources::trust::repository_state(
+                &r.root,
+                &settings.repository_rules,
+                &store,
+            );
+            let waiting: Vec<String> = state
+                .waiting()
+                .map(|(f, s)| format!("{} ({})", f.relative.display(), s.word()))
+                .collect();
+            let served = state
+                .files
+                .iter()
+                .filter(|(_, s)| *s == crate::sources::trust::FileState::Trusted)
+                .count();
+            let detail = format!("{}: {served} rule files trusted", r.root.display());
+            if waiting.is_empty() {
+                Check::ok(NAME, detail)
+            } else {
+                Check::warn(
+                    NAME,
+                    format!("{detail}; waiting: {}", waiting.join(", ")),
+                    format!("review them with `guidebook trust {}`", r.root.display()),
+                )
+            }
+        })
+        .collect()
 }
 
 /// Runs `cmd` and returns its stdout, killing it if it outlives `limit`.

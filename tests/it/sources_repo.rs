@@ -149,6 +149,22 @@ fn a_trusted_repositorys_rules_are_served_once_per_session_and_an_untrusted_ones
             .starts_with("src/api/AGENTS.md: changed:"),
         "{state}"
     );
+    // status and doctor say which file waits.
+    let status = sidecar.cli(&["status"]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("(trusted, 4 rules served, 1 files not served)")
+            && status.contains("src/api/AGENTS.md: changed:"),
+        "{status}"
+    );
+    let doctor = sidecar.cli(&["doctor"]);
+    let doctor = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        doctor.lines().any(|l| l.starts_with("warn")
+            && l.contains("repository rules")
+            && l.contains("waiting: src/api/AGENTS.md (changed)")),
+        "{doctor}"
+    );
     let ids = sidecar.search_ids("s4", &[&file]);
     assert!(
         !ids.contains(&"repo:shop/src/api/AGENTS.md".to_string()),
