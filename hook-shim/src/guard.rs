@@ -482,6 +482,12 @@ fn judge_cli(cli: &[String]) -> Option<String> {
         ["mcp", ..] if flags.iter().any(|f| f.starts_with("--orchestrator")) => {
             "record orchestrator metrics (`guidebook mcp --orchestrator`)"
         }
+        // Trust is the user's to give: an agent steered by a repository's rule file must not
+        // have that file served by trusting it itself. Looking is allowed.
+        ["trust", ..] if !flags.iter().any(|f| matches!(*f, "--list" | "--dry-run")) => {
+            "trust a repository's rule files (`guidebook trust`): only the user may"
+        }
+        ["untrust", ..] => "change which repositories are trusted (`guidebook untrust`)",
         _ => return None,
     };
     Some(control.to_owned())
@@ -728,6 +734,9 @@ mod tests {
             "cargo run --bin guidebook -- breaker reset --session s",
             "echo '{}' | guidebook mcp --orchestrator",
             "timeout 5 guidebook flags set x y",
+            "guidebook trust",
+            "cd /w/repo && guidebook trust .",
+            "guidebook untrust /w/repo",
         ] {
             assert!(denied(command), "{command}");
         }
@@ -741,6 +750,8 @@ mod tests {
             "guidebook flags list",
             "guidebook explain src/a.py",
             "guidebook doctor",
+            "guidebook trust --list",
+            "guidebook trust --dry-run /w/repo",
             "cargo test && ruff check .",
             "git commit -m 'guidebook flags set is documented'",
             "grep -rn breaker src/",
@@ -773,6 +784,7 @@ mod tests {
             "cp /tmp/f.json /srv/flags/feature_flags.json",
             "cd /home/u/.adaptive-guidebook && rm adaptive-guidebook.db",
             "printf 'breaker: {}' > ~/.adaptive-guidebook/config.yaml",
+            "echo '{}' > ~/.adaptive-guidebook/trust.json",
             "pkill -f 'guidebook serve'",
             "kill $(pgrep -f guidebook)",
             "systemctl --user stop guidebook.service",
