@@ -1,4 +1,4 @@
-//! A trusted repository's rules served by the real sidecar and the real shim; an untrusted one's never.
+//! A trusted repository's rules served by the real sidecar and shim; an untrusted one's never.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -226,6 +226,9 @@ fn missing_references(file: &Path, text: &str, only_comments: bool) -> Vec<Strin
         }
         targets.sort_unstable();
         targets.dedup();
+        // The names of the agents' rule files the sidecar reads in other repositories are
+        // formats, not references.
+        targets.retain(|t| !names_a_rule_file_format(t));
         for target in targets {
             let exists = if target.contains('/') {
                 // As written relative to this file, or from the repository's root.
@@ -242,6 +245,17 @@ fn missing_references(file: &Path, text: &str, only_comments: bool) -> Vec<Strin
         }
     }
     missing
+}
+
+/// Whether `target` is a rule file of a format the sidecar reads in a repository (`AGENTS.md`,
+/// `src/api/CLAUDE.md`, `.claude/rules/x.md`, `.github/instructions/a.instructions.md`, …).
+fn names_a_rule_file_format(target: &str) -> bool {
+    let name = target.rsplit('/').next().unwrap_or(target);
+    matches!(name, "AGENTS.md" | "CLAUDE.md")
+        || name.ends_with(".instructions.md")
+        || [".claude/rules/", ".continue/rules/", ".cursor/rules/", ".github/instructions/"]
+            .iter()
+            .any(|place| target.contains(place))
 }
 
 #[test]
