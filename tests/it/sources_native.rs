@@ -1,4 +1,4 @@
-//! The agents' rule formats read as guidelines, and `guidebook export` / `guidebook import` through the real binary.
+//! The agents' rule formats as guidelines, and `guidebook export` / `import`, through the binary.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
