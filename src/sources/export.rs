@@ -118,7 +118,7 @@ pub(crate) fn plan(format: Format, guidelines: &[&Guideline]) -> Plan {
                     ));
                 }
                 (
-                    format!(".cursor/rules/{}.mdc", g.id),
+                    format!(".cursor/rules/{}.mdc", stem(&g.id)),
                     format!("---\n{front}---\n{mark}\n\n{content}\n"),
                 )
             }
@@ -131,7 +131,7 @@ pub(crate) fn plan(format: Format, guidelines: &[&Guideline]) -> Plan {
                         yaml_items(&scope.globs)
                     )
                 };
-                (format!(".claude/rules/{}.md", g.id), text)
+                (format!(".claude/rules/{}.md", stem(&g.id)), text)
             }
             Format::Copilot => {
                 let apply = if scope.globs.is_empty() {
@@ -140,7 +140,7 @@ pub(crate) fn plan(format: Format, guidelines: &[&Guideline]) -> Plan {
                     scope.globs.join(",")
                 };
                 (
-                    format!(".github/instructions/{}.instructions.md", g.id),
+                    format!(".github/instructions/{}.instructions.md", stem(&g.id)),
                     format!(
                         "---\napplyTo: {}\n---\n{mark}\n\n{content}\n",
                         yaml_string(&apply)
@@ -159,7 +159,7 @@ pub(crate) fn plan(format: Format, guidelines: &[&Guideline]) -> Plan {
                     front.push_str("alwaysApply: true\n");
                 }
                 (
-                    format!(".continue/rules/{}.md", g.id),
+                    format!(".continue/rules/{}.md", stem(&g.id)),
                     format!("---\n{front}---\n{mark}\n\n{content}\n"),
                 )
             }
@@ -460,6 +460,26 @@ pub(crate) fn language_glob(language: &str) -> Option<String> {
     by_ext.map(|e| format!("**/{e}"))
 }
 
+/// A guideline id as a file name: a guidebook id is kebab-case already; anything else (an id
+/// of another source, `repo:x/y`) cannot make a path leave its directory.
+fn stem(id: &str) -> String {
+    let stem: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if stem.is_empty() {
+        "guideline".into()
+    } else {
+        stem
+    }
+}
+
 /// A description for Cursor: the content's first line, heading marks left out.
 fn describe(g: &Guideline) -> String {
     let first = g
@@ -604,6 +624,13 @@ mod tests {
             assert!(set.is_match(&sample), "{language}: {glob} vs {sample}");
         }
         assert_eq!(language_glob("kotlin").unwrap(), "**/*.{kt,kts}");
+    }
+
+    #[test]
+    fn file_names_never_leave_their_directory() {
+        assert_eq!(stem("kt-no-println"), "kt-no-println");
+        assert_eq!(stem("repo:../x/y"), "repo----x-y");
+        assert_eq!(stem(""), "guideline");
     }
 
     #[test]
