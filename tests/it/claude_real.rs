@@ -491,3 +491,53 @@ fn a_claude_code_edit_that_breaks_a_block_guideline_is_denied_and_the_corrected_
         turns[2]["messages"]
     );
 }
+
+/// Issue 39, item 6, with the real Claude Code: in a trusted repository, the first `Edit` of
+/// `src/Jobs.kt` brings each applicable rule of the repository (its Cursor rule, its Copilot
+/// instructions, the nested `src/AGENTS.md`, its `.guidebook/` guideline) into the next request,
+/// once: the second edit adds none again. The same repository untrusted brings none.
+#[test]
+fn a_claude_code_edit_brings_a_trusted_repositorys_rules_once_and_an_untrusted_ones_never() {
+    for trusted in [true, false] {
+        let RulesScene {
+            dir: _dir,
+            sidecar,
+            repo,
+            jobs,
+            home,
+        } = RulesScene::new(trusted);
+        install_shim_hooks(&home, "--claude");
+        let edit = |old: &str, new: &str| {
+            (
+                "Edit",
+                json!({"file_path": jobs.display().to_string(), "old_string": old, "new_string": new}),
+            )
+        };
+        let mock = MockMessages::start(vec![
+            ("Read", json!({"file_path": jobs.display().to_string()})),
+            edit("val x10 = 10", "val ten = Thread.sleep(10)"),
+            edit("val x11 = 11", "val eleven = Thread.sleep(11)"),
+        ]);
+        let out = claude(&home, &repo, &mock, &sidecar.socket, "tidy the jobs", &[]);
+        let said = printed(&out);
+        assert!(out.status.success(), "{said}");
+        let turns = mock.turns();
+        assert_eq!(turns.len(), 4, "read, edit, edit, done: {said}");
+        let counts = |turn: &Value| rule_counts(&turn["messages"].to_string());
+        let expected = if trusted { 1 } else { 0 };
+        assert_eq!(counts(&turns[2]), [expected; 4], "trusted: {trusted}");
+        assert_eq!(
+            counts(&turns[3]),
+            [expected; 4],
+            "the second edit adds none again (trusted: {trusted})"
+        );
+        if trusted {
+            let text = turns[2]["messages"].to_string();
+            assert!(
+                text.contains("From this repository's own rule files"),
+                "{text}"
+            );
+            assert!(text.contains("Jobs here must be idempotent."), "{text}");
+        }
+    }
+}

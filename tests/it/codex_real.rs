@@ -694,3 +694,52 @@ fn a_codex_patch_that_breaks_a_block_guideline_is_denied_and_the_corrected_one_i
         "{applied}"
     );
 }
+
+/// Issue 39, item 6, with the real Codex: in a trusted repository, the first `apply_patch` of
+/// `src/Jobs.kt` brings each applicable rule of the repository (its Cursor rule, its Copilot
+/// instructions, the nested `src/AGENTS.md`, its `.guidebook/` guideline) into the next request,
+/// once: the second patch adds none again. The same repository untrusted brings none.
+#[test]
+fn a_codex_patch_brings_a_trusted_repositorys_rules_once_and_an_untrusted_ones_never() {
+    for trusted in [true, false] {
+        let RulesScene {
+            dir: _dir,
+            sidecar,
+            repo,
+            jobs,
+            home,
+        } = RulesScene::new(trusted);
+        let first = sleepy_jobs().replace("val x10 = 10", "val ten = Thread.sleep(10)");
+        let second = first.replace("val x11 = 11", "val eleven = Thread.sleep(11)");
+        let mock = MockResponses::start(vec![
+            apply_patch_call(
+                "1",
+                &replace_line_patch(
+                    "src/Jobs.kt",
+                    &sleepy_jobs(),
+                    10,
+                    "val ten = Thread.sleep(10)",
+                ),
+            ),
+            apply_patch_call(
+                "2",
+                &replace_line_patch("src/Jobs.kt", &first, 11, "val eleven = Thread.sleep(11)"),
+            ),
+        ]);
+        codex_user(&home, &mock, true);
+        let out = codex_exec(&home, &repo, &sidecar.socket, "tidy the jobs");
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{said}");
+        assert_eq!(std::fs::read_to_string(&jobs).unwrap(), second, "{said}");
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 3, "patch, patch, message: {said}");
+        let counts = |request: &Value| rule_counts(&developer_texts(request).join("\n"));
+        let expected = if trusted { 1 } else { 0 };
+        assert_eq!(counts(&requests[1]), [expected; 4], "trusted: {trusted}");
+        assert_eq!(
+            counts(&requests[2]),
+            [expected; 4],
+            "the second patch adds none again (trusted: {trusted})"
+        );
+    }
+}

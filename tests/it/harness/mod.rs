@@ -16,6 +16,7 @@ mod events;
 mod git;
 mod guidebooks;
 mod http;
+mod rules;
 mod shim;
 mod sidecar;
 
@@ -25,6 +26,7 @@ pub use events::*;
 pub use git::*;
 pub use guidebooks::*;
 pub use http::*;
+pub use rules::*;
 pub use shim::*;
 pub use sidecar::*;
 
