@@ -1,6 +1,8 @@
-//! File-system notifications for every source the daemon serves from (the guidebook root, team
-//! guidebooks, `trust.json`, trusted repositories), with the old poll as the fallback. Reads:
-//! the watched paths' metadata (to arm watches). Writes nothing.
+//! File-system notifications for every source, with the old poll as the fallback.
+//!
+//! The sources are what the daemon serves from: the guidebook root, team guidebooks,
+//! `trust.json`, trusted repositories. Reads: the watched paths' metadata (to arm watches).
+//! Writes nothing.
 //!
 //! A [`Watch`] runs one thread of its own (besides notify's): it coalesces events for a
 //! debounce, then calls `on_change` with the [`WatchKey`]s whose paths saw a change. Each key
@@ -157,7 +159,10 @@ impl Watch {
             match RecommendedWatcher::new(handler, options) {
                 Ok(w) => Some(w),
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot create a file watcher; every source is polled");
+                    tracing::warn!(
+                        error = %e,
+                        "cannot create a file watcher; every source is polled"
+                    );
                     None
                 }
             }
@@ -178,7 +183,10 @@ impl Watch {
             .name("guidebook-watch".into())
             .spawn(move || run(weak, rx, config, Box::new(on_change)));
         if let Err(e) = spawned {
-            tracing::error!(error = %e, "cannot start the sources' watch thread; changes go unseen until a restart");
+            tracing::error!(
+                error = %e,
+                "cannot start the sources' watch thread; changes go unseen until a restart"
+            );
         }
         Watch { inner }
     }
@@ -263,7 +271,12 @@ impl State {
                 .collect();
             // A path that vanished between the look and the watch: look again.
             if let Some((p, e)) = mine.iter().find(|(p, _)| p.exists()) {
-                tracing::warn!(?key, path = %p.display(), error = %e, "cannot watch a source (the inotify watch limit?); it is polled");
+                tracing::warn!(
+                    ?key,
+                    path = %p.display(),
+                    error = %e,
+                    "cannot watch a source (the inotify watch limit?); it is polled"
+                );
                 self.set(key, Vec::new(), true);
                 self.sync(&[]);
                 return;
@@ -272,7 +285,11 @@ impl State {
                 return;
             }
         }
-        tracing::warn!(?key, path = %path.display(), "a source's path keeps changing while it is armed; it is polled");
+        tracing::warn!(
+            ?key,
+            path = %path.display(),
+            "a source's path keeps changing while it is armed; it is polled"
+        );
         self.set(key, Vec::new(), true);
         self.sync(&[]);
     }
@@ -457,7 +474,10 @@ fn run(weak: Weak<Inner>, rx: Receiver<Msg>, config: WatchConfig, on_change: Box
                     // under a recursive one): anything may have changed and any watch may be
                     // missing.
                     other => {
-                        tracing::debug!(event = ?other, "the file watcher lost events; every source is checked");
+                        tracing::debug!(
+                            event = ?other,
+                            "the file watcher lost events; every source is checked"
+                        );
                         everything = true;
                         true
                     }
@@ -526,7 +546,12 @@ fn run(weak: Weak<Inner>, rx: Receiver<Msg>, config: WatchConfig, on_change: Box
             if !polled.is_empty() {
                 let cpu = report(&watch, &polled);
                 poll_every = reload_pause(config.poll_every, cpu);
-                tracing::debug!(keys = ?polled, cpu_ms = crate::time::log_ms(cpu), next_in_ms = poll_every.as_millis() as u64, "polled the sources that cannot be watched");
+                tracing::debug!(
+                    keys = ?polled,
+                    cpu_ms = crate::time::log_ms(cpu),
+                    next_in_ms = poll_every.as_millis() as u64,
+                    "polled the sources that cannot be watched"
+                );
             }
             poll_due = Instant::now() + poll_every;
         }

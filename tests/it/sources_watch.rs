@@ -1,4 +1,4 @@
-//! Every source watched: edits, renames, atomic replaces and recreated directories reach the sidecar without polling.
+//! Every source watched: edits, renames, atomic replaces, recreated directories, no polling.
 //!
 //! Each sidecar here polls once an hour (`reloadIntervalMs`), so only a file-system
 //! notification can explain a change being served within the tests' bounded waits.
