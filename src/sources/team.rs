@@ -18,9 +18,6 @@
 //! repository are checked out as plain files holding the link text (`core.symlinks=false`), so a
 //! `guideline.yaml -> ~/.ssh/id_rsa` cannot pull a local file into the guidebook.
 
-// Until the daemon starts the refresher and status/doctor read the state, only tests use these.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
@@ -162,35 +159,6 @@ impl TeamState {
         bytes.push(b'\n');
         crate::flags::write::replace(&dir.join(STATE_FILE), &bytes)
     }
-
-    /// How long ago the last successful refresh was, by the system clock; `None` before the
-    /// first one (or for a timestamp this module did not write).
-    pub(crate) fn fetched_age(&self) -> Option<Duration> {
-        let at = parse_rfc3339(self.fetched_at.as_deref()?)?;
-        Some(Duration::from_secs(
-            crate::time::now_epoch().saturating_sub(at).max(0) as u64,
-        ))
-    }
-}
-
-/// The epoch second of `YYYY-MM-DDTHH:MM:SSZ` (the shape [`crate::time::rfc3339`] writes).
-fn parse_rfc3339(text: &str) -> Option<i64> {
-    let (date, time) = text.split_once('T')?;
-    let time = time.strip_suffix('Z')?;
-    let day = crate::time::parse_date(date)?;
-    let mut parts = time.split(':');
-    let mut next = |max: i64| -> Option<i64> {
-        let p = parts.next()?;
-        (p.len() == 2 && p.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| p.parse::<i64>().ok())
-            .flatten()
-            .filter(|v| *v <= max)
-    };
-    let (h, m, s) = (next(23)?, next(59)?, next(60)?);
-    parts
-        .next()
-        .is_none()
-        .then_some(day + h * 3600 + m * 60 + s)
 }
 
 /// One team guidebook: its checkout, its refresh, its recorded state.
@@ -512,6 +480,8 @@ fn remove_dir_if_present(path: &Path) -> Result<(), TeamError> {
 }
 
 enum Wake {
+    // Sent by `refresh_now`, which nothing outside the tests calls yet.
+    #[cfg_attr(not(test), allow(dead_code))]
     Now,
     Stop,
 }
@@ -524,14 +494,17 @@ pub(crate) struct Refresher {
 }
 
 impl Refresher {
-    /// Refreshes every team now, then goes on with each one's interval from there.
+    /// Refreshes every team now, then goes on with each one's interval from there (for a
+    /// "refresh now" command; the daemon does not offer one yet).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn refresh_now(&self) {
         let _ = self.wake.send(Wake::Now);
     }
 
     /// Ends the thread: at once when it is waiting, after the current git command when it is
     /// refreshing, waiting for that at most [`STOP_WAIT`] (past it, the thread finishes alone
-    /// and nothing waits for it).
+    /// and nothing waits for it). Dropping it does the same.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn stop(mut self) {
         self.shutdown();
     }
@@ -806,7 +779,6 @@ mod tests {
         assert_eq!(state.revision.as_deref(), Some(tip.as_str()));
         assert!(state.fetched_at.is_some() && state.error.is_none());
         assert_eq!(state.fetched_at, state.last_attempt_at);
-        assert!(state.fetched_age().unwrap() < Duration::from_secs(60));
     }
 
     #[test]
@@ -1078,21 +1050,6 @@ mod tests {
         assert_eq!(TeamState::read(&other).revision, None);
         fs::write(team.dir.join("state.json"), "{not json").unwrap();
         assert_eq!(TeamState::read(&team), fresh);
-    }
-
-    #[test]
-    fn fetched_age_reads_the_timestamps_this_module_writes() {
-        assert_eq!(parse_rfc3339("1970-01-02T00:00:01Z"), Some(86_401));
-        assert_eq!(parse_rfc3339("2026-12-06T05:00:00"), None);
-        assert_eq!(parse_rfc3339("2026-12-06T24:00:00Z"), None);
-        let state = TeamState {
-            fetched_at: Some(crate::time::rfc3339(
-                std::time::SystemTime::now() - Duration::from_secs(120),
-            )),
-            ..TeamState::default()
-        };
-        let age = state.fetched_age().unwrap();
-        assert!(age >= Duration::from_secs(119) && age < Duration::from_secs(180));
     }
 
     #[test]
