@@ -1,6 +1,6 @@
 //! A search: the guidelines that apply to and match changed files and that the session has not
 //! been shown, within a token budget, recorded as shown. Reads: the snapshot, the files.
-//! Writes: presentation (through the store).
+//! Writes: presentation (through the store); each file's matches for adherence (the recorder).
 //!
 //! `rpc/search.rs` validates the params and calls [`search`]; `guidebook search` calls it
 //! in-process. The budget is counted on the very text the hook prints
@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::engine::{Edits, Engine};
-use crate::store::StoreError;
+use crate::metrics::adherence::HOLDOUT_FLAG;
+use crate::store::{AdherenceEvent, FileRecord, Observed, StoreError};
 use guidebook_hook::Shown;
 
 /// One search, its params already validated (absolute paths, a session id).
@@ -89,7 +90,26 @@ pub fn search(
     let evaluated = engine
         .evaluate_until(&snapshot, &paths, request.edits, false, request.deadline)
         .ok_or(SearchError::DeadlineExceeded)?;
-    for file in evaluated {
+    // Adherence: each file's matches, kept for the recorder (docs/guide/adherence.md).
+    let adherence = crate::metrics::adherence::recording();
+    let holdout = engine
+        .flags
+        .is_enabled(HOLDOUT_FLAG, Some(request.session_id));
+    let mut records = Vec::new();
+    for (path, file) in request.filepaths.iter().zip(evaluated) {
+        if adherence {
+            let ids = |gs: &mut dyn Iterator<Item = usize>| -> Vec<String> {
+                gs.map(|g| snapshot.guidelines[g].id().to_owned()).collect()
+            };
+            let written = request.edits.get(path).and_then(|e| e.written.as_ref());
+            records.push(FileRecord {
+                path: path.clone(),
+                matched: ids(&mut file.matches.iter().map(|m| m.guideline)),
+                presented: Vec::new(),
+                allowed: ids(&mut file.allowed.iter().copied()),
+                whole: matches!(written, Some(crate::guidebook::Written::All)),
+            });
+        }
         for m in file.matches {
             matched[m.guideline] = true;
         }
@@ -193,6 +213,30 @@ pub fn search(
                 })?
         }
     };
+    if adherence {
+        for f in &mut records {
+            f.presented = f
+                .matched
+                .iter()
+                .filter(|id| shown.contains(&id.as_str()))
+                .cloned()
+                .collect();
+        }
+        let event = AdherenceEvent::Search {
+            at: crate::time::now_epoch(),
+            holdout,
+            files: records,
+        };
+        engine.telemetry.adherence(request.session_id, &event);
+        engine.recorder.record(Observed::Adherence {
+            session_id: request.session_id.to_owned(),
+            event,
+        });
+    }
+    // A hold-out session is evaluated and recorded as usual, and shown nothing.
+    if holdout {
+        return Ok(Vec::new());
+    }
     Ok(shown
         .into_iter()
         .filter_map(|id| {

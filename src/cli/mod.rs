@@ -14,6 +14,7 @@ mod mcp;
 mod metrics;
 mod new;
 mod prompt;
+mod report;
 mod review;
 mod scan;
 mod search;
@@ -186,6 +187,19 @@ pub enum Command {
     Metrics {
         #[command(subcommand)]
         command: metrics::MetricsCommand,
+    },
+    /// Per-guideline adherence (fires, presentations followed, repeated or corrected, the
+    /// hold-out test) as one self-contained HTML page.
+    Report {
+        /// Count only what was recorded on or after DATE (YYYY-MM-DD, UTC).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Where to write the page (default: METRICS_DIR/adherence.html).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Print the numbers as JSON (the page is written only with --out).
+        #[arg(long)]
+        json: bool,
     },
     /// The haiku A/B test of the QC model.
     Ab {
@@ -393,6 +407,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Mcp { orchestrator } => mcp::run(&settings, orchestrator),
         Command::Metrics { command } => metrics::run(&settings, command),
         Command::Ab { command } => metrics::run_ab(&settings, command),
+        Command::Report { since, out, json } => report::run(&settings, since, out, json),
         Command::Trust(args) => trust::run(&settings, args),
         Command::Untrust(args) => trust::run_untrust(&settings, args),
         Command::Export(args) => export::run(&settings, args),

@@ -1,9 +1,12 @@
 //! Measuring the rollout: what the sidecar records ([`recorder`]), the live counters of the
 //! Prometheus endpoint ([`telemetry`]), the `.metrics/` files ([`files`]: baseline, weekly,
-//! comparison, alert), the haiku A/B test ([`ab`]), the statistics behind them ([`stats`]) and
-//! the trend picture ([`plot`]). Reads: the metrics tables. Writes: the metrics directory.
+//! comparison, alert), the haiku A/B test ([`ab`]), the statistics behind them ([`stats`]), the
+//! trend picture ([`plot`]) and per-guideline adherence ([`adherence`]). Reads: the metrics
+//! tables. Writes: the metrics directory.
 
 pub mod ab;
+pub mod adherence;
+pub mod adherence_html;
 pub mod files;
 pub mod plot;
 pub mod recorder;

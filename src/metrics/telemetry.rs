@@ -95,6 +95,8 @@ pub struct Telemetry {
     allowances: Mutex<BTreeMap<String, u64>>,
     /// Guideline id → edits `checkEdit` refused for it.
     blocked: Mutex<BTreeMap<String, u64>>,
+    /// Per-guideline adherence, derived live (bounded sessions and label values).
+    adherence: Mutex<super::adherence::Live>,
 }
 
 /// One more for `id` in `map`, up to [`ALLOWANCE_IDS`] distinct ids.
@@ -132,6 +134,15 @@ impl Telemetry {
     /// An edit `checkEdit` refused because of guideline `id`.
     pub fn edit_blocked(&self, id: &str) {
         count_by_id(&self.blocked, id);
+    }
+
+    /// One adherence event of `session` (a search's files, a refusal): the per-guideline
+    /// counters follow the session's presentations to their outcomes.
+    pub fn adherence(&self, session: &str, event: &super::adherence::Event) {
+        self.adherence
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .feed(session, event);
     }
 
     /// A breaker verdict by name (`continue`, `warning`, `halt`).
@@ -239,6 +250,7 @@ impl Telemetry {
                 "guidebook_edits_blocked_total{{guideline=\"{id}\"}} {n}"
             );
         }
+        self.render_adherence(&mut out, &family);
         family(
             &mut out,
             "guidebook_breaker_verdicts",
@@ -288,6 +300,74 @@ impl Telemetry {
         }
         out.push_str("# EOF\n");
         out
+    }
+}
+
+/// A family of per-guideline counters: its name, help, and (live counter, group label).
+type Family = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+impl Telemetry {
+    /// The per-guideline adherence families: at most `LABELED_GUIDELINES` ids and `other`.
+    fn render_adherence(&self, out: &mut String, family: &dyn Fn(&mut String, &str, &str, &str)) {
+        let live = self.adherence.lock().unwrap_or_else(|e| e.into_inner());
+        let families: [Family; 5] = [
+            (
+                "guidebook_guideline_fires",
+                "Files a guideline matched in searches, by guideline (the first 50 ids seen; \
+                 the rest as other).",
+                &[("fires", "")],
+            ),
+            (
+                "guidebook_guideline_fires_on_written_lines",
+                "Matches an edit brought (not there at the file's previous search), by guideline.",
+                &[("fires_written", "")],
+            ),
+            (
+                "guidebook_guideline_presentations",
+                "Guidelines presented (group shown) or withheld in hold-out sessions (holdout).",
+                &[
+                    ("presented_shown", "shown"),
+                    ("presented_holdout", "holdout"),
+                ],
+            ),
+            (
+                "guidebook_guideline_outcomes",
+                "Presentations whose file's next searches dropped the match (followed) or matched \
+                 it again (repeated).",
+                &[
+                    ("followed_shown", "shown\",outcome=\"followed"),
+                    ("followed_holdout", "holdout\",outcome=\"followed"),
+                    ("repeated_shown", "shown\",outcome=\"repeated"),
+                    ("repeated_holdout", "holdout\",outcome=\"repeated"),
+                ],
+            ),
+            (
+                "guidebook_guideline_corrected",
+                "Refusals by checkEdit followed by an accepted edit of the file without the match.",
+                &[("corrected", "")],
+            ),
+        ];
+        for (name, help, counters) in families {
+            family(out, name, "counter", help);
+            for ((label, counter), n) in &live.counts {
+                let Some((_, group)) = counters.iter().find(|(c, _)| c == counter) else {
+                    continue;
+                };
+                let label = escape_label(label);
+                if group.is_empty() {
+                    let _ = writeln!(out, "{name}_total{{guideline=\"{label}\"}} {n}");
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "{name}_total{{guideline=\"{label}\",group=\"{group}\"}} {n}"
+                    );
+                }
+            }
+        }
     }
 }
 

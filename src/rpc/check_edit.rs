@@ -1,6 +1,6 @@
 //! Answers `checkEdit`: validates the params and runs [`crate::enforce::blocked`] on the files
 //! as the edit would leave them. Reads: guideline snapshot, the content given (or the files).
-//! Records nothing but the telemetry of refusals.
+//! Records the refusals (telemetry, and adherence through the recorder).
 
 use std::time::Instant;
 
@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{checked_edits, deadline_of, RpcError, WrittenParam};
 use crate::enforce::{blocked, Blocked, EnforceError};
 use crate::engine::Engine;
+use crate::store::{AdherenceEvent, Observed};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -50,6 +51,19 @@ pub fn handle(
     })?;
     for b in &found {
         engine.telemetry.edit_blocked(&b.id);
+        if crate::metrics::adherence::recording() {
+            // A refusal, for adherence: a later accepted edit without the match corrects it.
+            let event = AdherenceEvent::Block {
+                at: crate::time::now_epoch(),
+                path: b.path.clone(),
+                guideline: b.id.clone(),
+            };
+            engine.telemetry.adherence(&params.session_id, &event);
+            engine.recorder.record(Observed::Adherence {
+                session_id: params.session_id.clone(),
+                event,
+            });
+        }
     }
     Ok(CheckEditResult { blocked: found })
 }

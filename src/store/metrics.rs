@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{Database, StoreError};
+use super::{AdherenceEvent, Database, StoreError};
 
 /// Seconds since the Unix epoch, as every `at` column holds them.
 pub type Epoch = i64;
@@ -35,6 +35,11 @@ pub enum Observed {
         at: Epoch,
         session_id: String,
         state: &'static str,
+    },
+    /// A search's files or a `checkEdit` refusal, for per-guideline adherence.
+    Adherence {
+        session_id: String,
+        event: AdherenceEvent,
     },
 }
 
@@ -155,6 +160,9 @@ impl MetricsStore {
                          VALUES (?1, ?2, ?3)",
                     )
                     .and_then(|mut s| s.execute(params![at, session_id, state])),
+                Observed::Adherence { session_id, event } => {
+                    super::adherence::write(&tx, session_id, event).map(|()| 1)
+                }
             }
             .map_err(StoreError::sql("recording an observation"))?;
         }
@@ -350,6 +358,16 @@ impl MetricsStore {
         drop(s);
         data.reviewed_passes = reviewed_passes(&conn, from, to).map_err(sql)?;
         Ok(data)
+    }
+
+    /// The adherence records at or after `since`, session by session, each session's events in
+    /// the order recorded.
+    pub fn adherence_sessions(
+        &self,
+        since: Epoch,
+        each: impl FnMut(&str, &[AdherenceEvent]),
+    ) -> Result<(), StoreError> {
+        super::adherence::each_session(&self.db, since, each)
     }
 
     /// The re-reviewed QC passes of tasks whose latest QC result (a pass) came in `[from, to)`.

@@ -2,10 +2,12 @@
 //! table, the circuit breaker's tables and the rollout's metrics. Reads and writes: the
 //! database file.
 
+mod adherence;
 mod breaker;
 mod metrics;
 mod presentation;
 
+pub use adherence::{AdherenceEvent, FileRecord};
 pub use breaker::{BreakerRow, BreakerStore, StreakRow};
 pub use metrics::{MetricsStore, Observed, QcResult, QcRow, ReviewedPass, WindowData};
 pub use presentation::PresentationStore;
@@ -98,6 +100,9 @@ const MIGRATIONS: &[&str] = &[
         SELECT session_id, guideline_id, presented_at FROM presentation;
     DROP TABLE presentation;
     ALTER TABLE presentation_by_key RENAME TO presentation;",
+    // Per-guideline adherence: each search's files with what matched and was presented, and
+    // checkEdit's refusals, in order (`metrics::adherence`).
+    adherence::MIGRATION,
 ];
 
 /// The database: a connection pool over one SQLite file in WAL mode.

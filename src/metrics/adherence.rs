@@ -1,0 +1,1077 @@
+//! Per-guideline adherence: presentations followed, repeated or corrected, and the hold-out test.
+//!
+//! Every search records, per file it evaluated, the guidelines that matched it and those it
+//! presented (or, in a hold-out session, would have presented); every `checkEdit` refusal is
+//! recorded too (`store::adherence`). The outcome of each presentation is derived here from the
+//! session's sequence of such records, off the hook's path, by one state machine
+//! ([`SessionTracker`]) that the report (`guidebook report`) and the live Prometheus counters
+//! share. The rules are in docs/guide/adherence.md; in short:
+//!
+//! - a presentation is (session, guideline, the files of its search that it matched);
+//! - *followed*: a later evaluation of one of its files in the session no longer matches it;
+//! - *repeated*: a later evaluation of one of its files matches it again (this wins);
+//! - *no evidence*: none of its files is evaluated again in the session;
+//! - *corrected*: a `block` refusal of a file, followed by a search of that file (an edit that
+//!   was let through) that does not match the guideline.
+//!
+//! The hold-out test (flag [`HOLDOUT_FLAG`], keyed by session) compares, per guideline, the
+//! share of sessions whose later searches matched the guideline again after its first trigger,
+//! shown group against hold-out group, with Fisher's exact test ([`super::stats`]).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::ab::format_p;
+use super::stats::{fisher_exact_two_sided, sample_size_two_proportions};
+
+/// The flag whose rollout (keyed by session id) puts a session in the hold-out group: its
+/// searches are evaluated and recorded as usual but show nothing.
+pub const HOLDOUT_FLAG: &str = "guideline_holdout";
+/// The significance level of the hold-out test.
+pub const ALPHA: f64 = 0.05;
+/// The power the hold-out sample is sized for.
+pub const POWER: f64 = 0.80;
+/// The re-match rate assumed for the hold-out group before it has any data.
+pub const DEFAULT_HOLDOUT_RATE: f64 = 0.5;
+
+const DAY: i64 = 86_400;
+
+pub use crate::store::{AdherenceEvent as Event, FileRecord};
+
+/// What happened to a presentation, as far as the session shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    NoEvidence,
+    Followed,
+    Repeated,
+}
+
+/// A change the tracker reports as it goes: what the live counters count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delta {
+    /// The guideline matched a file (`written`: the edit brought the match).
+    Fire {
+        guideline: String,
+        written: bool,
+    },
+    /// The guideline was presented (or would have been, `holdout`).
+    Presented {
+        guideline: String,
+        holdout: bool,
+    },
+    /// A presentation's outcome became `outcome` (from no evidence, or followed → repeated).
+    Became {
+        guideline: String,
+        holdout: bool,
+        outcome: Outcome,
+        day: i64,
+    },
+    /// A refusal of the guideline was followed by an accepted edit without its match.
+    Corrected {
+        guideline: String,
+    },
+    Blocked {
+        guideline: String,
+    },
+    Allowed {
+        guideline: String,
+    },
+}
+
+struct Presentation {
+    guideline: String,
+    day: i64,
+    holdout: bool,
+    outcome: Outcome,
+}
+
+/// One guideline's first trigger in the session, for the hold-out test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trigger {
+    /// The search (its position in the session) where the guideline first matched.
+    pub search: usize,
+    /// A later search matched it again.
+    pub rematched: bool,
+}
+
+/// One session's state: what each file matched last, the presentations waiting for evidence,
+/// the refusals waiting for an accepted edit, each guideline's first trigger.
+#[derive(Default)]
+pub struct SessionTracker {
+    /// The session's group, from its first search.
+    pub holdout: Option<bool>,
+    searches: usize,
+    last: HashMap<String, HashSet<String>>,
+    presentations: Vec<Presentation>,
+    /// Path → presentations (indices) of guidelines that matched it when presented.
+    waiting: HashMap<String, Vec<usize>>,
+    /// (path, guideline) refused and not yet followed by a search of the path.
+    refused: HashSet<(String, String)>,
+    pub triggers: BTreeMap<String, Trigger>,
+}
+
+impl SessionTracker {
+    /// Feeds one event; `out` receives what changed.
+    pub fn feed(&mut self, event: &Event, out: &mut Vec<Delta>) {
+        match event {
+            Event::Block {
+                path, guideline, ..
+            } => {
+                out.push(Delta::Blocked {
+                    guideline: guideline.clone(),
+                });
+                self.refused.insert((path.clone(), guideline.clone()));
+            }
+            Event::Search { at, holdout, files } => {
+                let holdout = *self.holdout.get_or_insert(*holdout);
+                let search = self.searches;
+                self.searches += 1;
+                let day = at.div_euclid(DAY) * DAY;
+                let mut this_search = HashMap::new();
+                for f in files {
+                    self.file(f, search, day, holdout, &mut this_search, out);
+                }
+            }
+        }
+    }
+
+    fn file(
+        &mut self,
+        f: &FileRecord,
+        search: usize,
+        day: i64,
+        holdout: bool,
+        this_search: &mut HashMap<String, usize>,
+        out: &mut Vec<Delta>,
+    ) {
+        let matched: HashSet<String> = f.matched.iter().cloned().collect();
+        // Evidence for earlier presentations of this file.
+        if let Some(waiting) = self.waiting.get(&f.path) {
+            for &i in waiting {
+                let p = &mut self.presentations[i];
+                let next = if matched.contains(&p.guideline) {
+                    Outcome::Repeated
+                } else if p.outcome == Outcome::NoEvidence {
+                    Outcome::Followed
+                } else {
+                    p.outcome
+                };
+                if next != p.outcome {
+                    p.outcome = next;
+                    out.push(Delta::Became {
+                        guideline: p.guideline.clone(),
+                        holdout: p.holdout,
+                        outcome: next,
+                        day: p.day,
+                    });
+                }
+            }
+        }
+        // Refusals of this file: the edit let through now either no longer matches.
+        if !self.refused.is_empty() {
+            let done: Vec<(String, String)> = self
+                .refused
+                .iter()
+                .filter(|(p, _)| *p == f.path)
+                .cloned()
+                .collect();
+            for key in done {
+                if !matched.contains(&key.1) {
+                    out.push(Delta::Corrected {
+                        guideline: key.1.clone(),
+                    });
+                }
+                self.refused.remove(&key);
+            }
+        }
+        let before = self.last.get(&f.path);
+        for g in &f.matched {
+            let written = match before {
+                Some(before) => !before.contains(g),
+                None => f.whole,
+            };
+            out.push(Delta::Fire {
+                guideline: g.clone(),
+                written,
+            });
+            match self.triggers.get_mut(g) {
+                Some(t) if t.search < search => t.rematched = true,
+                Some(_) => {}
+                None => {
+                    self.triggers.insert(
+                        g.clone(),
+                        Trigger {
+                            search,
+                            rematched: false,
+                        },
+                    );
+                }
+            }
+        }
+        for g in &f.allowed {
+            out.push(Delta::Allowed {
+                guideline: g.clone(),
+            });
+        }
+        for g in &f.presented {
+            // One presentation per (session, guideline): a search presenting a guideline for
+            // several files makes one presentation, waiting on each of them.
+            let i = match this_search.get(g) {
+                Some(&i) => i,
+                None => {
+                    self.presentations.push(Presentation {
+                        guideline: g.clone(),
+                        day,
+                        holdout,
+                        outcome: Outcome::NoEvidence,
+                    });
+                    out.push(Delta::Presented {
+                        guideline: g.clone(),
+                        holdout,
+                    });
+                    let i = self.presentations.len() - 1;
+                    this_search.insert(g.clone(), i);
+                    i
+                }
+            };
+            self.waiting.entry(f.path.clone()).or_default().push(i);
+        }
+        self.last.insert(f.path.clone(), matched);
+    }
+}
+
+impl SessionTracker {
+    /// Each presentation so far: (guideline, day, hold-out, outcome).
+    pub fn presentations(&self) -> impl Iterator<Item = (&str, i64, bool, Outcome)> {
+        self.presentations
+            .iter()
+            .map(|p| (p.guideline.as_str(), p.day, p.holdout, p.outcome))
+    }
+}
+
+/// A presentation's outcomes counted for one group of sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outcomes {
+    pub presentations: u64,
+    pub followed: u64,
+    pub repeated: u64,
+    pub no_evidence: u64,
+}
+
+impl Outcomes {
+    fn add(&mut self, outcome: Outcome) {
+        self.presentations += 1;
+        match outcome {
+            Outcome::NoEvidence => self.no_evidence += 1,
+            Outcome::Followed => self.followed += 1,
+            Outcome::Repeated => self.repeated += 1,
+        }
+    }
+}
+
+/// One group's sessions in the hold-out test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupRow {
+    /// Sessions in which the guideline triggered.
+    pub sessions: u64,
+    /// Of them, sessions whose later searches matched it again.
+    pub rematched: u64,
+    pub rate: Option<f64>,
+}
+
+/// The hold-out test of one guideline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HoldoutTest {
+    pub shown: GroupRow,
+    pub held_out: GroupRow,
+    /// `[[shown rematched, shown not], [held out rematched, held out not]]`.
+    pub table: [[u64; 2]; 2],
+    pub fisher_exact_p_two_sided: f64,
+    pub alpha: f64,
+    pub significant: bool,
+    /// Sessions each group needs to tell the hold-out's rate from half of it (α 0.05, power
+    /// 0.80); the hold-out rate is taken as [`DEFAULT_HOLDOUT_RATE`] until it is known.
+    pub required_per_group: u64,
+    pub sample_sufficient: bool,
+    pub verdict: String,
+}
+
+fn group(sessions: u64, rematched: u64) -> GroupRow {
+    GroupRow {
+        sessions,
+        rematched,
+        rate: (sessions > 0).then(|| rematched as f64 / sessions as f64),
+    }
+}
+
+/// Judges one guideline: `shown` and `held_out` are (sessions triggered, sessions rematched).
+pub fn holdout_test(id: &str, shown: (u64, u64), held_out: (u64, u64)) -> HoldoutTest {
+    let (s, h) = (group(shown.0, shown.1), group(held_out.0, held_out.1));
+    let table = [
+        [s.rematched, s.sessions - s.rematched],
+        [h.rematched, h.sessions - h.rematched],
+    ];
+    let p = fisher_exact_two_sided(table[0][0], table[0][1], table[1][0], table[1][1]);
+    let base = h
+        .rate
+        .filter(|r| *r > 0.0 && *r < 1.0)
+        .unwrap_or(DEFAULT_HOLDOUT_RATE);
+    let required = sample_size_two_proportions(base, base / 2.0, ALPHA, POWER).ceil() as u64;
+    let sufficient = s.sessions >= required && h.sessions >= required;
+    let significant = p < ALPHA;
+    let pct = |r: Option<f64>| r.map_or("no data".to_string(), |r| format!("{:.1} %", r * 100.0));
+    let rates = format!(
+        "written again after the first trigger: shown {} of {} sessions ({}), hold-out {} of {} \
+         ({}); Fisher's exact p = {}",
+        s.rematched,
+        s.sessions,
+        pct(s.rate),
+        h.rematched,
+        h.sessions,
+        pct(h.rate),
+        format_p(p)
+    );
+    let verdict = if h.sessions == 0 {
+        format!(
+            "No hold-out sessions: turn on `{HOLDOUT_FLAG}` (a small rollout_percent) to test \
+             {id}; {rates}."
+        )
+    } else if !sufficient {
+        format!(
+            "Too early to decide: each group needs {required} sessions in which {id} triggered; \
+             {rates}. Keep collecting."
+        )
+    } else if significant && s.rate < h.rate {
+        format!("Showing {id} works: agents write it again significantly less often ({rates} < {ALPHA}).")
+    } else if significant {
+        format!(
+            "Showing {id} backfires: agents write it again significantly more often ({rates} < \
+             {ALPHA}); reword it."
+        )
+    } else {
+        format!(
+            "No significant difference ({rates} ≥ {ALPHA}) with enough data: showing {id} does \
+             not measurably change what agents write; reword it or retire it."
+        )
+    };
+    HoldoutTest {
+        shown: s,
+        held_out: h,
+        table,
+        fisher_exact_p_two_sided: p,
+        alpha: ALPHA,
+        significant,
+        required_per_group: required,
+        sample_sufficient: sufficient,
+        verdict,
+    }
+}
+
+/// One guideline's row of the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuidelineRow {
+    pub id: String,
+    /// Files it matched, over every search (each search's file once).
+    pub fires: u64,
+    /// Of them, matches the edit brought (see the guide).
+    pub fires_on_written_lines: u64,
+    pub written_share: Option<f64>,
+    /// Presentations in the shown group, and what came of them.
+    #[serde(flatten)]
+    pub shown: Outcomes,
+    /// Repeated presentations out of those with evidence (followed + repeated).
+    pub ignored_share: Option<f64>,
+    /// What would have been shown in hold-out sessions, and what came of it.
+    pub held_out: Outcomes,
+    pub blocks: u64,
+    pub corrected: u64,
+    pub allowances: u64,
+    pub holdout: HoldoutTest,
+}
+
+/// One day's totals (the day a presentation was made; fires on the day they fired).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DayRow {
+    pub date: String,
+    pub fires: u64,
+    pub presentations: u64,
+    pub followed: u64,
+    pub repeated: u64,
+    pub corrected: u64,
+}
+
+/// Everything `guidebook report` shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdherenceReport {
+    /// The first day counted (`--since`), if any.
+    pub since: Option<String>,
+    pub generated_at: String,
+    pub sessions: u64,
+    pub holdout_sessions: u64,
+    pub holdout_flag: String,
+    /// Noisiest first (fires, then repeated presentations, then id).
+    pub guidelines: Vec<GuidelineRow>,
+    /// The ids with the most repeated presentations (ignored share, then count), at most 10.
+    pub most_ignored: Vec<String>,
+    pub days: Vec<DayRow>,
+}
+
+#[derive(Default)]
+struct Totals {
+    fires: u64,
+    written: u64,
+    shown: Outcomes,
+    held_out: Outcomes,
+    blocks: u64,
+    corrected: u64,
+    allowances: u64,
+    /// (sessions triggered, sessions rematched) per group.
+    shown_sessions: (u64, u64),
+    held_sessions: (u64, u64),
+}
+
+/// Builds the report from sessions fed one at a time ([`Aggregate::session`]).
+#[derive(Default)]
+pub struct Aggregate {
+    totals: BTreeMap<String, Totals>,
+    days: BTreeMap<i64, DayRow>,
+    sessions: u64,
+    holdout_sessions: u64,
+    deltas: Vec<Delta>,
+}
+
+impl Aggregate {
+    /// Adds one session, its events in the order recorded.
+    pub fn session<'e>(&mut self, events: impl IntoIterator<Item = &'e Event>) {
+        let mut tracker = SessionTracker::default();
+        let mut deltas = std::mem::take(&mut self.deltas);
+        for e in events {
+            deltas.clear();
+            tracker.feed(e, &mut deltas);
+            let day = match e {
+                Event::Search { at, .. } | Event::Block { at, .. } => at.div_euclid(DAY) * DAY,
+            };
+            for d in &deltas {
+                match d {
+                    Delta::Fire { guideline, written } => {
+                        let t = self.totals.entry(guideline.clone()).or_default();
+                        t.fires += 1;
+                        t.written += u64::from(*written);
+                        self.days.entry(day).or_default().fires += 1;
+                    }
+                    Delta::Blocked { guideline } => {
+                        self.totals.entry(guideline.clone()).or_default().blocks += 1
+                    }
+                    Delta::Corrected { guideline } => {
+                        self.totals.entry(guideline.clone()).or_default().corrected += 1;
+                        self.days.entry(day).or_default().corrected += 1;
+                    }
+                    Delta::Allowed { guideline } => {
+                        self.totals.entry(guideline.clone()).or_default().allowances += 1
+                    }
+                    Delta::Presented { .. } | Delta::Became { .. } => {}
+                }
+            }
+        }
+        self.deltas = deltas;
+        let Some(holdout) = tracker.holdout else {
+            if !tracker.refused.is_empty() {
+                self.sessions += 1;
+            }
+            return;
+        };
+        self.sessions += 1;
+        self.holdout_sessions += u64::from(holdout);
+        for (g, day, held, outcome) in tracker.presentations() {
+            let t = self.totals.entry(g.to_string()).or_default();
+            if held {
+                t.held_out.add(outcome);
+            } else {
+                t.shown.add(outcome);
+                let d = self.days.entry(day).or_default();
+                d.presentations += 1;
+                d.followed += u64::from(outcome == Outcome::Followed);
+                d.repeated += u64::from(outcome == Outcome::Repeated);
+            }
+        }
+        for (g, trigger) in &tracker.triggers {
+            let t = self.totals.entry(g.clone()).or_default();
+            let group = if holdout {
+                &mut t.held_sessions
+            } else {
+                &mut t.shown_sessions
+            };
+            group.0 += 1;
+            group.1 += u64::from(trigger.rematched);
+        }
+    }
+
+    /// The report, `since` and `generated_at` as given.
+    pub fn report(self, since: Option<String>, generated_at: String) -> AdherenceReport {
+        let share = |n: u64, of: u64| (of > 0).then(|| n as f64 / of as f64);
+        let mut guidelines: Vec<GuidelineRow> = self
+            .totals
+            .into_iter()
+            .map(|(id, t)| GuidelineRow {
+                holdout: holdout_test(&id, t.shown_sessions, t.held_sessions),
+                written_share: share(t.written, t.fires),
+                ignored_share: share(t.shown.repeated, t.shown.repeated + t.shown.followed),
+                id,
+                fires: t.fires,
+                fires_on_written_lines: t.written,
+                shown: t.shown,
+                held_out: t.held_out,
+                blocks: t.blocks,
+                corrected: t.corrected,
+                allowances: t.allowances,
+            })
+            .collect();
+        guidelines.sort_by(|a, b| {
+            b.fires
+                .cmp(&a.fires)
+                .then(b.shown.repeated.cmp(&a.shown.repeated))
+                .then(a.id.cmp(&b.id))
+        });
+        let mut ignored: Vec<&GuidelineRow> =
+            guidelines.iter().filter(|g| g.shown.repeated > 0).collect();
+        ignored.sort_by(|a, b| {
+            b.ignored_share
+                .unwrap_or(0.0)
+                .total_cmp(&a.ignored_share.unwrap_or(0.0))
+                .then(b.shown.repeated.cmp(&a.shown.repeated))
+                .then(a.id.cmp(&b.id))
+        });
+        let most_ignored = ignored.iter().take(10).map(|g| g.id.clone()).collect();
+        let days = self
+            .days
+            .into_iter()
+            .map(|(day, mut d)| {
+                d.date = crate::time::date_of(day);
+                d
+            })
+            .collect();
+        AdherenceReport {
+            since,
+            generated_at,
+            sessions: self.sessions,
+            holdout_sessions: self.holdout_sessions,
+            holdout_flag: HOLDOUT_FLAG.into(),
+            guidelines,
+            most_ignored,
+            days,
+        }
+    }
+}
+
+/// Whether searches record adherence: on unless `ADAPTIVE_GUIDEBOOK_RECORD_ADHERENCE=0` (the
+/// hook bench's "without" run; read once per process).
+pub fn recording() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var("ADAPTIVE_GUIDEBOOK_RECORD_ADHERENCE").map_or(true, |v| v.trim() != "0")
+    })
+}
+
+/// The most guidelines the Prometheus counters name; every further id is counted as `other`.
+pub const LABELED_GUIDELINES: usize = 50;
+/// The most sessions the live counters follow at once (the least recently seen is dropped).
+pub const LIVE_SESSIONS: usize = 512;
+
+/// The live per-guideline counters: each session's events fed to its own tracker as they come,
+/// the changes counted under a bounded set of label values.
+#[derive(Default)]
+pub struct Live {
+    sessions: HashMap<String, (u64, SessionTracker)>,
+    tick: u64,
+    /// Guideline id → its label value (itself for the first [`LABELED_GUIDELINES`]).
+    labels: HashMap<String, bool>,
+    deltas: Vec<Delta>,
+    /// (label, counter) → count; counter is one of [`LIVE_COUNTERS`].
+    pub counts: BTreeMap<(String, &'static str), u64>,
+}
+
+/// The live counters' names, as rendered after `guidebook_guideline_`.
+pub const LIVE_COUNTERS: [&str; 9] = [
+    "fires",
+    "fires_written",
+    "presented_shown",
+    "presented_holdout",
+    "followed_shown",
+    "followed_holdout",
+    "repeated_shown",
+    "repeated_holdout",
+    "corrected",
+];
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("sessions", &self.sessions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Live {
+    /// The label value of `id`: itself while fewer than [`LABELED_GUIDELINES`] ids have one,
+    /// `other` after.
+    fn label(&mut self, id: &str) -> String {
+        if let Some(&own) = self.labels.get(id) {
+            return if own { id.to_owned() } else { "other".into() };
+        }
+        let own = self.labels.values().filter(|v| **v).count() < LABELED_GUIDELINES;
+        // Ids beyond the bound are remembered only while few; past that they are `other`.
+        if self.labels.len() < 4 * LABELED_GUIDELINES || own {
+            self.labels.insert(id.to_owned(), own);
+        }
+        if own {
+            id.to_owned()
+        } else {
+            "other".into()
+        }
+    }
+
+    fn count(&mut self, id: &str, counter: &'static str) {
+        let label = self.label(id);
+        *self.counts.entry((label, counter)).or_default() += 1;
+    }
+
+    /// Feeds one event of `session`.
+    pub fn feed(&mut self, session: &str, event: &Event) {
+        self.tick += 1;
+        let tick = self.tick;
+        if !self.sessions.contains_key(session) && self.sessions.len() >= LIVE_SESSIONS {
+            let oldest = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, (t, _))| *t)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.sessions.remove(&k);
+            }
+        }
+        let entry = self
+            .sessions
+            .entry(session.to_owned())
+            .or_insert_with(|| (tick, SessionTracker::default()));
+        entry.0 = tick;
+        let mut deltas = std::mem::take(&mut self.deltas);
+        deltas.clear();
+        entry.1.feed(event, &mut deltas);
+        for d in &deltas {
+            match d {
+                Delta::Fire { guideline, written } => {
+                    self.count(guideline, "fires");
+                    if *written {
+                        self.count(guideline, "fires_written");
+                    }
+                }
+                Delta::Presented { guideline, holdout } => self.count(
+                    guideline,
+                    pick(*holdout, "presented_holdout", "presented_shown"),
+                ),
+                Delta::Became {
+                    guideline,
+                    holdout,
+                    outcome,
+                    ..
+                } => match outcome {
+                    Outcome::Followed => self.count(
+                        guideline,
+                        pick(*holdout, "followed_holdout", "followed_shown"),
+                    ),
+                    Outcome::Repeated => self.count(
+                        guideline,
+                        pick(*holdout, "repeated_holdout", "repeated_shown"),
+                    ),
+                    Outcome::NoEvidence => {}
+                },
+                Delta::Corrected { guideline } => self.count(guideline, "corrected"),
+                Delta::Blocked { .. } | Delta::Allowed { .. } => {}
+            }
+        }
+        self.deltas = deltas;
+    }
+}
+
+fn pick(holdout: bool, yes: &'static str, no: &'static str) -> &'static str {
+    if holdout {
+        yes
+    } else {
+        no
+    }
+}
+
+/// The adherence report of everything recorded on or after `since` (epoch seconds of a day's
+/// start; `since_text` as the user gave it).
+pub fn report(
+    store: &crate::store::MetricsStore,
+    since: Option<(i64, String)>,
+    now: i64,
+) -> Result<AdherenceReport, crate::store::StoreError> {
+    let mut agg = Aggregate::default();
+    let from = since.as_ref().map_or(i64::MIN, |(at, _)| *at);
+    store.adherence_sessions(from, |_, events| agg.session(events))?;
+    Ok(agg.report(
+        since.map(|(_, t)| t),
+        crate::time::rfc3339(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(now.max(0) as u64),
+        ),
+    ))
+}
+
+/// Writes `sessions` made-up sessions into the database at `db` through the store, in batches
+/// as the recorder writes them: the `guidebook report` benchmark's data (benches/adherence.sh).
+/// Deterministic; 40 guidelines, 2–9 searches a session over 3 files, a tenth held out, some
+/// refusals, over the 30 days before `now`.
+pub fn generate(db: &std::path::Path, sessions: usize, now: i64) -> Result<(), String> {
+    use crate::store::{Database, MetricsStore, Observed};
+    let store = MetricsStore::new(
+        Database::open(db, std::time::Duration::from_secs(30)).map_err(|e| e.to_string())?,
+    );
+    // A small xorshift: the same data on every run.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let ids: Vec<String> = (0..40).map(|i| format!("guideline-{i:02}")).collect();
+    let mut batch = Vec::with_capacity(4096);
+    for s in 0..sessions {
+        let session = format!("session-{s:06}");
+        let holdout = next(10) == 0;
+        let start = now - 30 * DAY + (s as i64 * 30 * DAY) / sessions.max(1) as i64;
+        let mut presented: HashSet<usize> = HashSet::new();
+        for k in 0..(2 + next(8)) {
+            let path = format!("/work/repo/src/file{}.kt", next(3));
+            let matched: Vec<usize> = (0..next(3)).map(|_| next(40) as usize).collect();
+            #[allow(clippy::let_and_return)]
+            let mut matched: Vec<usize> = matched
+                .into_iter()
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect();
+            matched.sort_unstable();
+            if next(8) == 0 {
+                if let Some(&g) = matched.first() {
+                    batch.push(Observed::Adherence {
+                        session_id: session.clone(),
+                        event: Event::Block {
+                            at: start + k as i64 * 30,
+                            path: path.clone(),
+                            guideline: ids[g].clone(),
+                        },
+                    });
+                    continue;
+                }
+            }
+            let new: Vec<String> = matched
+                .iter()
+                .filter(|g| presented.insert(**g))
+                .map(|&g| ids[g].clone())
+                .collect();
+            batch.push(Observed::Adherence {
+                session_id: session.clone(),
+                event: Event::Search {
+                    at: start + k as i64 * 30,
+                    holdout,
+                    files: vec![FileRecord {
+                        path,
+                        matched: matched.iter().map(|&g| ids[g].clone()).collect(),
+                        presented: new,
+                        allowed: Vec::new(),
+                        whole: k == 0,
+                    }],
+                },
+            });
+        }
+        if batch.len() >= 4096 {
+            store.write_observed(&batch).map_err(|e| e.to_string())?;
+            batch.clear();
+        }
+    }
+    store.write_observed(&batch).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: i64 = 1_780_000_000;
+
+    fn file(path: &str, matched: &[&str], presented: &[&str]) -> FileRecord {
+        let v = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect();
+        FileRecord {
+            path: path.into(),
+            matched: v(matched),
+            presented: v(presented),
+            allowed: Vec::new(),
+            whole: false,
+        }
+    }
+
+    fn search(at: i64, files: Vec<FileRecord>) -> Event {
+        Event::Search {
+            at,
+            holdout: false,
+            files,
+        }
+    }
+
+    fn block(path: &str, g: &str) -> Event {
+        Event::Block {
+            at: T0,
+            path: path.into(),
+            guideline: g.into(),
+        }
+    }
+
+    fn outcomes(events: &[Event]) -> Vec<(String, Outcome)> {
+        let mut t = SessionTracker::default();
+        let mut out = Vec::new();
+        for e in events {
+            t.feed(e, &mut out);
+        }
+        t.presentations()
+            .map(|(g, _, _, o)| (g.to_string(), o))
+            .collect()
+    }
+
+    fn report(sessions: &[Vec<Event>]) -> AdherenceReport {
+        let mut agg = Aggregate::default();
+        for s in sessions {
+            agg.session(s);
+        }
+        agg.report(None, "now".into())
+    }
+
+    fn row<'r>(r: &'r AdherenceReport, id: &str) -> &'r GuidelineRow {
+        r.guidelines.iter().find(|g| g.id == id).unwrap()
+    }
+
+    #[test]
+    fn a_match_gone_at_the_next_search_of_the_file_is_followed() {
+        let events = [
+            search(T0, vec![file("/a.kt", &["g"], &["g"])]),
+            search(T0 + 5, vec![file("/a.kt", &[], &[])]),
+        ];
+        assert_eq!(outcomes(&events), [("g".into(), Outcome::Followed)]);
+    }
+
+    #[test]
+    fn a_match_written_again_later_is_repeated_even_after_it_was_gone() {
+        let events = [
+            search(T0, vec![file("/a.kt", &["g"], &["g"])]),
+            search(T0 + 5, vec![file("/a.kt", &[], &[])]),
+            search(T0 + 9, vec![file("/a.kt", &["g"], &[])]),
+        ];
+        assert_eq!(outcomes(&events), [("g".into(), Outcome::Repeated)]);
+        let again = [
+            search(T0, vec![file("/a.kt", &["g"], &["g"])]),
+            search(T0 + 5, vec![file("/a.kt", &["g"], &[])]),
+        ];
+        assert_eq!(outcomes(&again), [("g".into(), Outcome::Repeated)]);
+    }
+
+    #[test]
+    fn no_later_search_of_the_file_is_no_evidence() {
+        // Another file's searches say nothing of this presentation.
+        let events = [
+            search(T0, vec![file("/a.kt", &["g"], &["g"])]),
+            search(T0 + 5, vec![file("/b.kt", &[], &[])]),
+            search(T0 + 6, vec![file("/b.kt", &["g"], &[])]),
+        ];
+        assert_eq!(outcomes(&events), [("g".into(), Outcome::NoEvidence)]);
+    }
+
+    #[test]
+    fn one_presentation_for_several_files_is_judged_on_each() {
+        let events = [
+            search(
+                T0,
+                vec![file("/a.kt", &["g"], &["g"]), file("/b.kt", &["g"], &["g"])],
+            ),
+            search(T0 + 5, vec![file("/a.kt", &[], &[])]),
+        ];
+        assert_eq!(outcomes(&events), [("g".into(), Outcome::Followed)]);
+        let r = report(&[events.to_vec()]);
+        assert_eq!(row(&r, "g").shown.presentations, 1);
+        let events = [
+            search(
+                T0,
+                vec![file("/a.kt", &["g"], &["g"]), file("/b.kt", &["g"], &["g"])],
+            ),
+            search(T0 + 5, vec![file("/a.kt", &[], &[])]),
+            search(T0 + 6, vec![file("/b.kt", &["g"], &[])]),
+        ];
+        assert_eq!(outcomes(&events), [("g".into(), Outcome::Repeated)]);
+    }
+
+    #[test]
+    fn a_refusal_then_an_accepted_edit_without_the_match_is_corrected() {
+        let r = report(&[
+            vec![
+                block("/db.kt", "b"),
+                search(T0 + 1, vec![file("/db.kt", &[], &[])]),
+            ],
+            // Refused, then let through with the match (allowed, say): not corrected.
+            vec![
+                block("/db.kt", "b"),
+                search(T0 + 1, vec![file("/db.kt", &["b"], &["b"])]),
+            ],
+            // Refused and never edited again: not corrected.
+            vec![block("/db.kt", "b")],
+        ]);
+        let b = row(&r, "b");
+        assert_eq!((b.blocks, b.corrected), (3, 1));
+        assert_eq!(r.sessions, 3);
+    }
+
+    #[test]
+    fn fires_on_written_lines_are_matches_the_edit_brought() {
+        let mut new_file = file("/n.kt", &["g"], &["g"]);
+        new_file.whole = true;
+        let r = report(&[vec![
+            // Already there at the first search of an existing file: not written.
+            search(T0, vec![file("/a.kt", &["g"], &["g"])]),
+            search(T0 + 1, vec![file("/a.kt", &[], &[])]),
+            // Brought back by an edit: written.
+            search(T0 + 2, vec![file("/a.kt", &["g"], &[])]),
+            // Still there: not written by this edit.
+            search(T0 + 3, vec![file("/a.kt", &["g"], &[])]),
+            // A new file the edit wrote whole: written.
+            search(T0 + 4, vec![new_file]),
+        ]]);
+        let g = row(&r, "g");
+        assert_eq!((g.fires, g.fires_on_written_lines), (4, 2));
+        assert_eq!(g.written_share, Some(0.5));
+    }
+
+    #[test]
+    fn the_report_orders_noisiest_first_and_names_the_most_ignored() {
+        let ignored = vec![
+            search(T0, vec![file("/a.kt", &["quiet"], &["quiet"])]),
+            search(T0 + 1, vec![file("/a.kt", &["quiet"], &[])]),
+        ];
+        let noisy = vec![
+            search(T0, vec![file("/b.kt", &["noisy"], &["noisy"])]),
+            search(T0 + 1, vec![file("/b.kt", &[], &[])]),
+            search(T0 + 2, vec![file("/c.kt", &["noisy"], &[])]),
+            search(T0 + 3, vec![file("/d.kt", &["noisy"], &[])]),
+        ];
+        let r = report(&[ignored, noisy]);
+        let ids: Vec<&str> = r.guidelines.iter().map(|g| g.id.as_str()).collect();
+        assert_eq!(ids, ["noisy", "quiet"]);
+        assert_eq!(r.most_ignored, ["quiet"]);
+        assert_eq!(row(&r, "quiet").ignored_share, Some(1.0));
+        assert_eq!(row(&r, "noisy").shown.followed, 1);
+        assert_eq!(r.days.len(), 1);
+        assert_eq!(r.days[0].presentations, 2);
+    }
+
+    /// The hold-out test's table, p-value (SciPy's `fisher_exact`, as in `stats`' tests), sample
+    /// size and verdicts.
+    #[test]
+    fn the_holdout_test_compares_rematch_rates_with_fishers_exact_test() {
+        // Sessions rematched / triggered: shown 3 of 100, hold-out 15 of 100.
+        let t = holdout_test("g", (100, 3), (100, 15));
+        assert_eq!(t.table, [[3, 97], [15, 85]]);
+        assert!((t.fisher_exact_p_two_sided - 0.00519222290141669).abs() < 1e-12);
+        // Hold-out rate 0.15 → telling it from 0.075 needs this many per group.
+        let need = sample_size_two_proportions(0.15, 0.075, 0.05, 0.8).ceil() as u64;
+        assert_eq!(t.required_per_group, need);
+        assert!(t.required_per_group > 100, "{}", t.required_per_group);
+        assert!(t.verdict.starts_with("Too early"), "{}", t.verdict);
+        // With enough sessions: 12 of 300 against 48 of 300.
+        let t = holdout_test("g", (300, 12), (300, 48));
+        assert!(t.sample_sufficient && t.significant, "{t:?}");
+        assert!(t.verdict.starts_with("Showing g works"), "{}", t.verdict);
+        let t = holdout_test("g", (300, 100), (300, 48));
+        assert!(
+            t.verdict.starts_with("Showing g backfires"),
+            "{}",
+            t.verdict
+        );
+        // SciPy: fisher_exact([[12, 63], [4, 71]]) = 0.06135868159465148.
+        let t = holdout_test("g", (75, 12), (75, 4));
+        assert!((t.fisher_exact_p_two_sided - 0.06135868159465148).abs() < 1e-12);
+        assert!(!t.significant);
+        let t = holdout_test("g", (400, 100), (400, 104));
+        assert!(
+            t.verdict.starts_with("No significant difference"),
+            "{}",
+            t.verdict
+        );
+        let t = holdout_test("g", (10, 1), (0, 0));
+        assert!(
+            t.verdict.starts_with("No hold-out sessions"),
+            "{}",
+            t.verdict
+        );
+        // No data yet: the default rate 0.5 against 0.25: Fleiss's formula gives 57.7.
+        assert_eq!(holdout_test("g", (0, 0), (0, 0)).required_per_group, 58);
+    }
+
+    #[test]
+    fn sessions_rematched_after_the_first_trigger_make_the_holdout_table() {
+        let session = |holdout: bool, again: bool| {
+            let mut events = vec![
+                Event::Search {
+                    at: T0,
+                    holdout,
+                    files: vec![file("/a.kt", &["g"], &["g"])],
+                },
+                Event::Search {
+                    at: T0 + 1,
+                    holdout,
+                    files: vec![file("/b.kt", &[], &[])],
+                },
+            ];
+            if again {
+                events.push(Event::Search {
+                    at: T0 + 2,
+                    holdout,
+                    files: vec![file("/c.kt", &["g"], &[])],
+                });
+            }
+            events
+        };
+        let r = report(&[
+            session(false, false),
+            session(false, true),
+            session(false, false),
+            session(true, true),
+            session(true, true),
+        ]);
+        let g = row(&r, "g");
+        assert_eq!(g.holdout.table, [[1, 2], [2, 0]]);
+        assert_eq!((r.sessions, r.holdout_sessions), (5, 2));
+        // What hold-out sessions would have been shown is counted apart.
+        assert_eq!(g.shown.presentations, 3);
+        assert_eq!(g.held_out.presentations, 2);
+    }
+
+    #[test]
+    fn live_counters_name_a_bounded_set_of_guidelines() {
+        let mut live = Live::default();
+        for i in 0..(LABELED_GUIDELINES + 20) {
+            let id = format!("g{i:03}");
+            live.feed(
+                &format!("s{i}"),
+                &search(T0, vec![file("/a.kt", &[&id], &[&id])]),
+            );
+            live.feed(&format!("s{i}"), &search(T0, vec![file("/a.kt", &[], &[])]));
+        }
+        let labels: HashSet<&str> = live.counts.keys().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(labels.len(), LABELED_GUIDELINES + 1);
+        assert_eq!(live.counts[&("other".to_string(), "fires")], 20);
+        assert_eq!(live.counts[&("g000".to_string(), "followed_shown")], 1);
+        for i in 0..(2 * LIVE_SESSIONS) {
+            live.feed(&format!("t{i}"), &search(T0, vec![file("/a.kt", &[], &[])]));
+        }
+        assert_eq!(live.sessions.len(), LIVE_SESSIONS);
+    }
+}

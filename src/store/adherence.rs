@@ -1,0 +1,292 @@
+//! Adherence records: per search, each evaluated file's matched and presented guidelines, and
+//! each `checkEdit` refusal, in the order the sidecar saw them; read back session by session.
+//! Reads and writes: the `adherence_event` table.
+
+use rusqlite::params;
+
+use super::metrics::Epoch;
+use super::{Database, StoreError};
+
+/// One file of one search, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileRecord {
+    pub path: String,
+    /// Guideline ids matching the file in this search.
+    pub matched: Vec<String>,
+    /// Guideline ids this search presented for the first time in the session (or would have,
+    /// in a hold-out session) that match this file.
+    pub presented: Vec<String>,
+    /// Guideline ids whose match a `guidebook:allow` comment let through.
+    pub allowed: Vec<String>,
+    /// The caller said the edit wrote the whole file (a new file).
+    pub whole: bool,
+}
+
+/// One recorded event of a session, in the order the sidecar saw them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdherenceEvent {
+    /// One search: every file it evaluated.
+    Search {
+        at: Epoch,
+        holdout: bool,
+        files: Vec<FileRecord>,
+    },
+    /// `checkEdit` refused an edit of `path` for `block` guideline `guideline`.
+    Block {
+        at: Epoch,
+        path: String,
+        guideline: String,
+    },
+}
+
+const SEARCH: i64 = 0;
+const BLOCK: i64 = 1;
+
+fn join(ids: &[String]) -> String {
+    ids.join("\n")
+}
+
+fn split(text: String) -> Vec<String> {
+    if text.is_empty() {
+        Vec::new()
+    } else {
+        text.split('\n').map(str::to_owned).collect()
+    }
+}
+
+/// Writes one session's event inside the caller's transaction.
+pub(super) fn write(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    event: &AdherenceEvent,
+) -> rusqlite::Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO adherence_event
+         (at, session_id, search, kind, holdout, path, matched, presented, allowed, whole)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    match event {
+        AdherenceEvent::Search { at, holdout, files } => {
+            let mut first: Option<i64> = None;
+            for f in files {
+                insert.execute(params![
+                    at,
+                    session_id,
+                    first,
+                    SEARCH,
+                    holdout,
+                    f.path,
+                    join(&f.matched),
+                    join(&f.presented),
+                    join(&f.allowed),
+                    f.whole
+                ])?;
+                first.get_or_insert_with(|| tx.last_insert_rowid());
+            }
+        }
+        AdherenceEvent::Block {
+            at,
+            path,
+            guideline,
+        } => {
+            insert.execute(params![
+                at,
+                session_id,
+                Option::<i64>::None,
+                BLOCK,
+                false,
+                path,
+                guideline,
+                "",
+                "",
+                false
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads the events recorded at or after `since`, session by session (each session's events
+/// in the order recorded), handing each session to `each`.
+pub fn each_session(
+    db: &Database,
+    since: Epoch,
+    mut each: impl FnMut(&str, &[AdherenceEvent]),
+) -> Result<(), StoreError> {
+    let conn = db.conn(None)?;
+    let mut s = conn
+        .prepare(
+            "SELECT session_id, COALESCE(search, id), kind, at, holdout, path, matched,
+                    presented, allowed, whole
+             FROM adherence_event WHERE at >= ?1 ORDER BY session_id, id",
+        )
+        .map_err(StoreError::sql("reading adherence records"))?;
+    let mut rows = s
+        .query([since])
+        .map_err(StoreError::sql("reading adherence records"))?;
+    let mut session = String::new();
+    let mut events: Vec<AdherenceEvent> = Vec::new();
+    let mut search_of_last: Option<i64> = None;
+    while let Some(r) = rows
+        .next()
+        .map_err(StoreError::sql("reading adherence records"))?
+    {
+        let read = || -> rusqlite::Result<_> {
+            Ok((
+                r.get_ref(0)?.as_str()?.to_owned(),
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, bool>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, String>(8)?,
+                r.get::<_, bool>(9)?,
+            ))
+        };
+        let (sid, search, kind, at, holdout, path, matched, presented, allowed, whole) = read()
+            .map_err(|e| StoreError::Sql {
+                doing: "reading adherence records",
+                source: e,
+            })?;
+        if sid != session {
+            if !events.is_empty() {
+                each(&session, &events);
+                events.clear();
+            }
+            session = sid;
+            search_of_last = None;
+        }
+        if kind == BLOCK {
+            events.push(AdherenceEvent::Block {
+                at,
+                path,
+                guideline: matched,
+            });
+            search_of_last = None;
+            continue;
+        }
+        let file = FileRecord {
+            path,
+            matched: split(matched),
+            presented: split(presented),
+            allowed: split(allowed),
+            whole,
+        };
+        match events.last_mut() {
+            Some(AdherenceEvent::Search { files, .. }) if search_of_last == Some(search) => {
+                files.push(file)
+            }
+            _ => events.push(AdherenceEvent::Search {
+                at,
+                holdout,
+                files: vec![file],
+            }),
+        }
+        search_of_last = Some(search);
+    }
+    if !events.is_empty() {
+        each(&session, &events);
+    }
+    Ok(())
+}
+
+/// The schema (one migration).
+pub(super) const MIGRATION: &str = "
+    CREATE TABLE IF NOT EXISTS adherence_event (
+        id INTEGER PRIMARY KEY,
+        at INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        search INTEGER,
+        kind INTEGER NOT NULL,
+        holdout INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        matched TEXT NOT NULL,
+        presented TEXT NOT NULL,
+        allowed TEXT NOT NULL,
+        whole INTEGER NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS adherence_event_session ON adherence_event (session_id, id);";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{MetricsStore, Observed};
+    use std::time::Duration;
+
+    fn file(path: &str, matched: &[&str]) -> FileRecord {
+        FileRecord {
+            path: path.into(),
+            matched: matched.iter().map(|s| s.to_string()).collect(),
+            presented: vec![],
+            allowed: vec![],
+            whole: true,
+        }
+    }
+
+    #[test]
+    fn events_come_back_per_session_in_order_with_each_search_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&dir.path().join("db"), Duration::from_secs(5)).unwrap();
+        let store = MetricsStore::new(db);
+        let s1a = AdherenceEvent::Search {
+            at: 100,
+            holdout: false,
+            files: vec![file("/a", &["g", "h"]), file("/b", &[])],
+        };
+        let s1b = AdherenceEvent::Block {
+            at: 101,
+            path: "/a".into(),
+            guideline: "g".into(),
+        };
+        // Two searches of one file in a row stay two searches.
+        let s1c = AdherenceEvent::Search {
+            at: 102,
+            holdout: false,
+            files: vec![file("/a", &[])],
+        };
+        let s1d = AdherenceEvent::Search {
+            at: 102,
+            holdout: false,
+            files: vec![file("/a", &["g"])],
+        };
+        let s2 = AdherenceEvent::Search {
+            at: 50,
+            holdout: true,
+            files: vec![file("/c", &["x"])],
+        };
+        let batch: Vec<Observed> = [
+            ("s1", &s1a),
+            ("s2", &s2),
+            ("s1", &s1b),
+            ("s1", &s1c),
+            ("s1", &s1d),
+        ]
+        .into_iter()
+        .map(|(s, e)| Observed::Adherence {
+            session_id: s.into(),
+            event: e.clone(),
+        })
+        .collect();
+        store.write_observed(&batch).unwrap();
+        let mut got = Vec::new();
+        store
+            .adherence_sessions(0, |s, events| got.push((s.to_string(), events.to_vec())))
+            .unwrap();
+        assert_eq!(
+            got,
+            [
+                ("s1".to_string(), vec![s1a, s1b, s1c.clone(), s1d.clone()]),
+                ("s2".to_string(), vec![s2])
+            ]
+        );
+        let mut since = Vec::new();
+        store
+            .adherence_sessions(102, |s, events| {
+                since.push((s.to_string(), events.to_vec()))
+            })
+            .unwrap();
+        assert_eq!(since, [("s1".to_string(), vec![s1c, s1d])]);
+    }
+}
