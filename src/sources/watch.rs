@@ -37,9 +37,7 @@ pub(crate) enum WatchKey {
     Team(String),
     /// `trust.json`.
     Trust,
-    /// A trusted repository's rule files (its root).
-    // Armed by the repository rules, which are not wired yet.
-    #[allow(dead_code)]
+    /// A trusted repository's rule directory.
     Repository(PathBuf),
 }
 
@@ -210,7 +208,6 @@ impl Watch {
     }
 
     /// Stops watching `key`'s path.
-    #[allow(dead_code)] // The repository rules' to call; not wired yet.
     pub(crate) fn remove(&self, key: &WatchKey) {
         let mut state = self.state();
         if state.keys.remove(key).is_some() {
