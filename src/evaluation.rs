@@ -187,7 +187,7 @@ pub(crate) fn evaluate_content(
         Some(written) => Edit::known(written.clone()),
         None => Edit::lazy(since_commit),
     };
-    let text = Text::new(bytes);
+    let text = Text::new(bytes).in_language(language);
     let (matched, allowed) = snapshot.matching_allowed(&text, applicable, file_place, &edit);
     let matches = matched
         .into_iter()

@@ -63,14 +63,25 @@ pub struct ExplainedMatch {
     /// `FILE:LINE in this repository`.
     #[serde(default)]
     pub source: String,
-    /// Every regex leaf of the guideline's condition, in the order written.
+    /// Every regex and ast leaf of the guideline's condition, in the order written.
     pub leaves: Vec<ExplainedLeaf>,
 }
 
-/// How one regex leaf came out in the file.
+/// How one leaf (regex or ast) came out in the file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ExplainedLeaf {
+    /// A regex leaf's pattern, or an ast leaf's ast-grep pattern.
     pub pattern: String,
+    /// An ast (structural) leaf; left out for a regex leaf.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ast: bool,
+    /// An ast leaf that held: the text of the node it matched (at most
+    /// [`NODE_TEXT_SHOWN`] characters, then `…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// An ast leaf that held: the 1-based line that node ends on (it starts on `line`).
+    #[serde(default, rename = "lastLine", skip_serializing_if = "Option::is_none")]
+    pub last_line: Option<usize>,
     /// `file` or `changes`.
     #[serde(rename = "in")]
     pub within: String,
@@ -79,6 +90,16 @@ pub struct ExplainedLeaf {
     pub held: bool,
     /// The 1-based line of its first match that counts, when it held.
     pub line: Option<usize>,
+}
+
+/// How much of a matched node's text `explain` shows.
+pub const NODE_TEXT_SHOWN: usize = 300;
+
+fn shown(text: &str) -> String {
+    match text.char_indices().nth(NODE_TEXT_SHOWN) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -196,7 +217,12 @@ pub fn explain_until(
                             .leaves
                             .iter()
                             .map(|l| ExplainedLeaf {
-                                pattern: g.patterns[l.pattern].clone(),
+                                pattern: snapshot.guidelines[m.guideline]
+                                    .leaf_source(l.pattern)
+                                    .to_string(),
+                                ast: l.structural,
+                                node: l.node.as_ref().map(|n| shown(&n.text)),
+                                last_line: l.node.as_ref().map(|n| n.last_line),
                                 within: l.within.as_str().to_string(),
                                 negated: l.negated,
                                 held: l.line.is_some(),

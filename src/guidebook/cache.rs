@@ -285,6 +285,44 @@ mod tests {
         assert_eq!(contents(&third), contents(&second));
     }
 
+    /// A structural (`ast`) leaf comes back from the cache as parsed, and matches.
+    #[test]
+    fn a_structural_leaf_round_trips_through_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("guidebook");
+        let cache = dir.path().join(CACHE_FILE_NAME);
+        let file = crate::guidebook::write_test_guideline(
+            &root,
+            "s",
+            "id: structural\nscope:\n  languages: [kotlin]\nmatch:\n  all:\n    - ast:\n        pattern: runBlocking { $$$ }\n        inside: 'fun $F() = $B'\n        in: changes\n    - not: {ast: {pattern: '$A + $B'}}\ncontent: from the file\n",
+        );
+        settle();
+        let first = Guidebook::with_cache(root.clone(), cache.clone(), true);
+        first.reload();
+        assert!(cache.exists());
+        tamper(&cache, "structural", "from the cache");
+        let second = Guidebook::with_cache(root.clone(), cache.clone(), true);
+        second.reload();
+        assert_eq!(
+            contents(&second),
+            [("structural".into(), "from the cache".into())]
+        );
+        let snapshot = second.snapshot();
+        let cached = &snapshot.guidelines[0].guideline;
+        let parsed =
+            crate::guidebook::parse_guideline(&file, &std::fs::read_to_string(&file).unwrap())
+                .unwrap();
+        assert_eq!(cached.condition, parsed.condition);
+        assert_eq!(cached.patterns, parsed.patterns);
+        assert_eq!(cached.indexes.get(), parsed.indexes.get());
+        let all = snapshot.applicability(None, Some("kotlin"));
+        let text = crate::guidebook::Text::new(b"fun f() = runBlocking { g() }\n")
+            .in_language(Some("kotlin"));
+        let edit = crate::guidebook::Edit::known(crate::guidebook::Written::All);
+        let place = crate::guidebook::FilePlace::Unchecked;
+        assert_eq!(snapshot.matching_in(&text, &all, place, &edit), [0]);
+    }
+
     /// A daemon's first load puts the write off: nothing is written until the next reload
     /// (the first check for changes, which has nothing new to load) or `write_cache`.
     #[test]

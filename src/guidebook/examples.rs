@@ -71,7 +71,7 @@ pub fn run_examples(snapshot: &GuidelineSnapshot) -> ExampleReport {
                 None => g.languages.as_ref().and_then(|l| l.first().copied()),
             };
             let applicable = snapshot.applicability_in_any_repository(language);
-            let text = Text::new(example.code.as_bytes());
+            let text = Text::new(example.code.as_bytes()).in_language(language);
             let place = match &example.path {
                 Some(path) => FilePlace::InRepository(Path::new(path)),
                 None => FilePlace::Unchecked,

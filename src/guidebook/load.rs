@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::guideline::{Example, Expect, Guideline};
-use super::matching::{Condition, Index, Within};
+use super::matching::{index_of, structural_prefilter, Condition, Index, StructuralSpec, Within};
 use super::yaml::{Event, RawCondition, RawExample, RawExamples, RawGuideline, RawScope};
 pub use crate::watched::LoadError;
 use crate::watched::{find_key_line, yaml_error};
@@ -76,16 +76,28 @@ pub(crate) fn parse_guideline_with(
     });
     let examples = raw.examples.map(|e| examples(text, e)).unwrap_or_default();
     let at_match = || find_key_line(text, "match");
-    let mut leaves = Leaves::default();
+    let languages: Option<Vec<&'static str>> = scope
+        .languages
+        .as_ref()
+        .map(|l| l.iter().map(|l| l.0).collect());
+    let mut leaves = Leaves {
+        text,
+        languages: languages.as_deref(),
+        patterns: Vec::new(),
+        indexes: Vec::new(),
+        structural: 0,
+        error_line: None,
+    };
     let condition = match raw.matcher {
         Some(matcher) => {
             let within = matcher.within.unwrap_or_default();
             let raw_condition = matcher
                 .condition()
                 .map_err(|e| LoadError::new(path, at_match(), e))?;
-            leaves
-                .condition(raw_condition, within, 1)
-                .map_err(|e| LoadError::new(path, at_match(), e))?
+            match leaves.condition(raw_condition, within, 1) {
+                Ok(c) => c,
+                Err(e) => return Err(LoadError::new(path, leaves.error_line.or_else(at_match), e)),
+            }
         }
         // No `match`: every change of a file in scope (an `AGENTS.md` of a directory, say).
         None => Condition::always(),
@@ -118,13 +130,36 @@ pub(crate) const MAX_LEAVES: usize = 64;
 pub(crate) const MAX_DEPTH: usize = 8;
 
 /// The patterns of a condition's leaves, numbered as they are met.
-#[derive(Default)]
-struct Leaves {
+struct Leaves<'a> {
+    /// The guideline file's text, to point at a structural leaf's line.
+    text: &'a str,
+    /// `scope.languages`: a structural leaf is compiled for each.
+    languages: Option<&'a [&'static str]>,
     patterns: Vec<String>,
     indexes: Vec<Index>,
+    /// How many structural leaves were met so far.
+    structural: usize,
+    /// The line of the leaf an error is about, when it is known better than `match`'s.
+    error_line: Option<usize>,
 }
 
-impl Leaves {
+/// The 1-based line of the `n`th (0-based) `ast:` key at or after the line of `match:`.
+fn ast_line(text: &str, n: usize) -> Option<usize> {
+    let from = find_key_line(text, "match").unwrap_or(1);
+    text.lines()
+        .enumerate()
+        .skip(from.saturating_sub(1))
+        .filter(|(_, l)| {
+            let l = l.trim_start();
+            let l = l.strip_prefix('-').map_or(l, str::trim_start);
+            l.strip_prefix("ast")
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .nth(n)
+        .map(|(i, _)| i + 1)
+}
+
+impl Leaves<'_> {
     fn condition(
         &mut self,
         raw: RawCondition,
@@ -159,6 +194,38 @@ impl Leaves {
                 Condition::Regex {
                     pattern: self.patterns.len() - 1,
                     within: r.within.unwrap_or(within),
+                }
+            }
+            RawCondition::Ast(a) => {
+                self.error_line = ast_line(self.text, self.structural);
+                self.structural += 1;
+                if self.patterns.len() == MAX_LEAVES {
+                    return Err(format!(
+                        "`match` holds more than {MAX_LEAVES} regex and ast conditions"
+                    ));
+                }
+                let spec = StructuralSpec {
+                    pattern: a.pattern,
+                    inside: a.inside,
+                    has: a.has,
+                };
+                let languages = self.languages.ok_or_else(|| {
+                    "an `ast` condition needs `scope.languages`: a pattern is written in one language's syntax".to_string()
+                })?;
+                let prefilter = structural_prefilter(&spec, languages)?;
+                let (regex, prefiltered) = match prefilter {
+                    Some(regex) => (regex, true),
+                    // Never searched: the leaf has no text to be found by.
+                    None => ("(?:)".to_string(), false),
+                };
+                self.indexes.push(index_of(&regex));
+                self.patterns.push(regex);
+                self.error_line = None;
+                Condition::Ast {
+                    pattern: self.patterns.len() - 1,
+                    within: a.within.unwrap_or(within),
+                    ast: Box::new(spec),
+                    prefiltered,
                 }
             }
         })
@@ -405,7 +472,7 @@ examples:
         let e = err("id: a\nmatch:\n  in: changes\ncontent: c\n");
         assert!(
             e.message
-                .contains("needs one of `any`, `all`, `not` or `regex`"),
+                .contains("needs one of `any`, `all`, `not`, `regex` or `ast`"),
             "{e}"
         );
         let e = err("id: a\nmatch:\n  any: []\ncontent: c\n");
@@ -572,6 +639,15 @@ examples:
                 COMPOSED.replace("[[2, 2]]", "[[0, 2]]"),
                 COMPOSED.replace("content: Use", "severity: fatal\ncontent: Use"),
             ],
+            [
+                "ast: {pattern: 'foo()', kind: call}",
+                "ast: {pattern: ''}",
+                "ast: {inside: 'class $C'}",
+                "ast: {pattern: 'foo()', in: diff}",
+                "ast: {pattern: 'foo()'}\n  regex: {pattern: x}",
+            ]
+            .map(|leaf| format!("id: a\nscope:\n  languages: [kotlin]\nmatch:\n  {leaf}\ncontent: c\n"))
+            .to_vec(),
         ]
         .concat();
         for good in [
@@ -579,6 +655,7 @@ examples:
             "id: a\nmatch:\n  not:\n    not:\n      regex: {pattern: x}\ncontent: c\n".to_string(),
             "id: a\nmatch:\n  regex: {pattern: x, in: changes}\ncontent: c\n".to_string(),
             "id: a\nmatch:\n  regex: {pattern: x}\nseverity: warn\ncontent: c\n".to_string(),
+            "id: a\nscope:\n  languages: [kotlin, java]\nmatch:\n  all:\n    - ast: {pattern: 'runBlocking($$$)', inside: 'outer($$$)', in: changes}\n    - not:\n        ast: {pattern: 'foo($A)', has: 'bar'}\ncontent: c\n".to_string(),
         ] {
             assert!(parse(&good).is_ok(), "{:?}", parse(&good).err());
             assert!(

@@ -14,7 +14,8 @@ use regex::bytes::Regex;
 use super::guideline::Guideline;
 use super::matching::{
     build_glob_sets, compile_pattern, compile_repository_glob, index_of, leaf_line_in,
-    stays_on_one_line, Edit, PathScopes, PatternMatcher, Text, Within,
+    leaf_node_in, stays_on_one_line, Edit, PathScopes, PatternMatcher, StructuralPattern,
+    StructuralSpec, Text, Within,
 };
 use crate::watched::LoadError;
 
@@ -25,6 +26,9 @@ pub struct CompiledGuideline {
     pub guideline: Arc<Guideline>,
     /// Each pattern compiled, and whether its matches stay on one line.
     regexes: OnceLock<Vec<Option<(Regex, bool)>>>,
+    /// Per position in `patterns`: a structural leaf's patterns compiled for each of the
+    /// guideline's languages, on first need.
+    structural: OnceLock<Vec<Option<StructuralLeaf>>>,
     /// Its condition is today's shape (any of some patterns over the whole file), which the
     /// matcher's hit decides alone; others are evaluated on the files the matcher finds.
     plain: bool,
@@ -57,6 +61,37 @@ impl CompiledGuideline {
         })
     }
 
+    /// Its structural leaves by position in `patterns` (`None`: a regex leaf).
+    fn structural(&self) -> &[Option<StructuralLeaf>] {
+        self.structural.get_or_init(|| {
+            let mut out: Vec<Option<StructuralLeaf>> =
+                (0..self.guideline.patterns.len()).map(|_| None).collect();
+            for (p, spec, prefiltered) in self.guideline.condition.structural() {
+                if let Some(slot) = out.get_mut(p) {
+                    *slot = Some(StructuralLeaf {
+                        spec: spec.clone(),
+                        prefiltered,
+                        compiled: Default::default(),
+                    });
+                }
+            }
+            out
+        })
+    }
+
+    /// How a leaf is named to people: a regex leaf's pattern, a structural leaf's ast-grep
+    /// pattern.
+    pub fn leaf_source(&self, pattern: usize) -> &str {
+        match self.structural().get(pattern) {
+            Some(Some(s)) => &s.spec.pattern,
+            _ => self
+                .guideline
+                .patterns
+                .get(pattern)
+                .map_or("", String::as_str),
+        }
+    }
+
     /// Each leaf of its condition in the order written, with the line where it held (`None`:
     /// it did not hold).
     pub fn leaves(&self, text: &Text<'_>, edit: &Edit<'_>) -> Vec<LeafOutcome> {
@@ -65,13 +100,24 @@ impl CompiledGuideline {
             .leaves()
             .into_iter()
             .map(|(pattern, within, negated)| {
-                let at = self.leaf(pattern, within, text, edit, true);
+                let at = self.leaf_span(pattern, within, text, edit, true);
+                let structural = matches!(self.structural().get(pattern), Some(Some(_)));
+                let node = at.and_then(|(start, end, _)| {
+                    let end = end?;
+                    let (_, last) = text.lines().span(start, end);
+                    Some(MatchedNode {
+                        text: String::from_utf8_lossy(&text.bytes[start..end]).into_owned(),
+                        last_line: last,
+                    })
+                });
                 LeafOutcome {
                     pattern,
                     within,
                     negated,
-                    line: at.map(|(_, line)| line),
-                    offset: at.map(|(offset, _)| offset),
+                    line: at.map(|(_, _, line)| line),
+                    offset: at.map(|(offset, _, _)| offset),
+                    structural,
+                    node,
                 }
             })
             .collect()
@@ -85,10 +131,37 @@ impl CompiledGuideline {
         edit: &Edit<'_>,
         honour_allows: bool,
     ) -> Option<(usize, usize)> {
+        self.leaf_span(pattern, within, text, edit, honour_allows)
+            .map(|(offset, _, line)| (offset, line))
+    }
+
+    /// Where a leaf first holds: its match's start, its end for a structural leaf's node, and
+    /// its first line.
+    fn leaf_span(
+        &self,
+        pattern: usize,
+        within: Within,
+        text: &Text<'_>,
+        edit: &Edit<'_>,
+        honour_allows: bool,
+    ) -> Option<(usize, Option<usize>, usize)> {
         let (regex, one_line) = self.regexes().get(pattern)?.as_ref()?;
         let id = self.id();
         let allowed_for = (honour_allows && text.allows().names(id)).then_some(id);
-        leaf_line_in(regex, *one_line, within, text, edit, allowed_for)
+        let Some(Some(structural)) = self.structural().get(pattern) else {
+            return leaf_line_in(regex, *one_line, within, text, edit, allowed_for)
+                .map(|(offset, line)| (offset, None, line));
+        };
+        // The text every match needs, looked for before the file is parsed: a guideline that
+        // is a candidate by another leaf does not make a file without it be parsed.
+        if structural.prefiltered && !regex.is_match(text.bytes) {
+            return None;
+        }
+        let compiled =
+            structural.compiled_for(text.language?, self.guideline.languages.as_deref())?;
+        let found = compiled.find(text.tree()?);
+        leaf_node_in(&found, within, text, edit, allowed_for)
+            .map(|(start, end, line)| (start, Some(end), line))
     }
 
     /// Whether its condition holds in `text` (`honour_allows`: the matches its
@@ -97,6 +170,38 @@ impl CompiledGuideline {
         self.guideline
             .condition
             .holds(&mut |p, within| self.leaf(p, within, text, edit, honour_allows).is_some())
+    }
+}
+
+/// A structural leaf of a guideline, with its patterns compiled per language on first need.
+#[derive(Debug)]
+struct StructuralLeaf {
+    spec: StructuralSpec,
+    /// Its position in `patterns` holds the regex of the text its matches need.
+    prefiltered: bool,
+    /// Per language of the guideline's scope (by position): the compiled patterns.
+    compiled: OnceLock<Vec<(&'static str, Option<StructuralPattern>)>>,
+}
+
+impl StructuralLeaf {
+    /// The leaf compiled for `language`, when it is one of the guideline's (every one was
+    /// compiled at load time; a failure here only makes the leaf never hold).
+    fn compiled_for(
+        &self,
+        language: &'static str,
+        languages: Option<&[&'static str]>,
+    ) -> Option<&StructuralPattern> {
+        let compiled = self.compiled.get_or_init(|| {
+            languages
+                .unwrap_or_default()
+                .iter()
+                .map(|l| (*l, StructuralPattern::compile(&self.spec, l).ok()))
+                .collect()
+        });
+        compiled
+            .iter()
+            .find(|(l, _)| *l == language)
+            .and_then(|(_, p)| p.as_ref())
     }
 }
 
@@ -115,6 +220,19 @@ pub struct LeafOutcome {
     pub line: Option<usize>,
     /// The byte offset that match starts at.
     pub offset: Option<usize>,
+    /// A structural (`ast`) leaf.
+    pub structural: bool,
+    /// A structural leaf's matched node, when it held.
+    pub node: Option<MatchedNode>,
+}
+
+/// The syntax node a structural leaf matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchedNode {
+    /// Its source text.
+    pub text: String,
+    /// The 1-based line it ends on (it starts on the leaf's `line`).
+    pub last_line: usize,
 }
 
 /// Where a file sits, for `scope.paths`.
@@ -192,6 +310,7 @@ impl GuidelineSnapshot {
                     plain: g.condition.is_plain(),
                     guideline: g,
                     regexes: OnceLock::new(),
+                    structural: OnceLock::new(),
                     block_tokens: OnceLock::new(),
                 }
             })
@@ -457,7 +576,7 @@ impl GuidelineSnapshot {
             .filter(|l| !l.negated)
             .filter_map(|l| Some((l.offset?, l.line?, l.pattern)))
             .min()?;
-        Some((line, g.guideline.patterns[pattern].as_str()))
+        Some((line, g.leaf_source(pattern)))
     }
 
     /// Index of a guideline by id.
@@ -665,5 +784,252 @@ mod tests {
             ids(&s, &s.matching(b"\xff\xfe TODO \x00", &all)),
             vec!["zeta"]
         );
+    }
+}
+
+#[cfg(test)]
+mod structural_tests {
+    use super::*;
+    use crate::guidebook::matching::{parses_on_this_thread, Written};
+    use crate::guidebook::parse_guideline;
+
+    /// Five real `runBlocking` calls and eight mentions in comments and strings.
+    pub(crate) const KOTLIN: &str = r#"package demo
+
+// runBlocking is banned here: runBlocking { } blocks the thread
+/* runBlocking in a block comment */
+class Orders(private val repo: Repo) {
+    val hint = "do not call runBlocking { } here"
+    val other = "runBlocking"
+
+    fun load() = runBlocking { repo.all() }
+
+    fun save(o: Order) {
+        // runBlocking { repo.save(o) }
+        runBlocking {
+            repo.save(o)
+        }
+    }
+
+    /** Calls runBlocking. */
+    fun sync() = runBlocking(Dispatchers.IO) { repo.sync() }
+
+    fun nested() {
+        val s = "${"runBlocking"}"
+        launch { runBlocking { tick() } }
+        runBlocking { }
+    }
+}
+"#;
+
+    fn snapshot(yamls: &[(&str, &str)]) -> GuidelineSnapshot {
+        let guidelines = yamls
+            .iter()
+            .map(|(id, y)| {
+                Arc::new(parse_guideline(Path::new(&format!("/g/{id}/guideline.yaml")), y).unwrap())
+            })
+            .collect();
+        GuidelineSnapshot::build("/g".into(), guidelines, vec![])
+    }
+
+    fn yaml(id: &str, matcher: &str) -> String {
+        format!("id: {id}\nscope:\n  languages: [kotlin]\nmatch:\n{matcher}content: x\n")
+    }
+
+    fn kotlin(content: &str) -> Text<'_> {
+        Text::new(content.as_bytes()).in_language(Some("kotlin"))
+    }
+
+    #[test]
+    fn a_structural_leaf_sees_the_5_calls_a_regex_sees_13_lines() {
+        let regex = Regex::new("runBlocking").unwrap();
+        assert_eq!(regex.find_iter(KOTLIN.as_bytes()).count(), 13);
+        let s = snapshot(&[(
+            "ast",
+            &yaml("ast", "  ast:\n    pattern: runBlocking($$$ARGS)\n"),
+        )]);
+        let g = &s.guidelines[0];
+        // Every call, with or without a trailing lambda: `runBlocking($$$)` and `runBlocking { }`
+        // are written as two leaves below; here the lines of each call the tree holds.
+        let calls = StructuralPattern::compile(
+            &StructuralSpec {
+                pattern: "runBlocking".into(),
+                inside: None,
+                has: None,
+            },
+            "kotlin",
+        )
+        .unwrap();
+        let tree =
+            crate::guidebook::matching::SyntaxTree::parse("kotlin", KOTLIN.as_bytes()).unwrap();
+        let lines = LineStarts::of(KOTLIN.as_bytes());
+        let mut call_lines: Vec<usize> = calls
+            .find(&tree)
+            .iter()
+            .map(|(s, _)| lines.line_of(*s))
+            .collect();
+        call_lines.dedup();
+        assert_eq!(
+            call_lines,
+            [9, 13, 19, 23, 24],
+            "the 5 calls, not the 8 mentions"
+        );
+        let held = g.leaves(&kotlin(KOTLIN), &Edit::known(Written::All));
+        assert_eq!(held[0].line, Some(19), "runBlocking(Dispatchers.IO) {{ }}");
+    }
+
+    use super::super::matching::LineStarts;
+
+    #[test]
+    fn a_file_whose_only_mentions_are_comments_and_strings_does_not_match() {
+        let s = snapshot(&[
+            (
+                "ast",
+                &yaml("ast", "  ast:\n    pattern: runBlocking { $$$ }\n"),
+            ),
+            ("re", &yaml("re", "  regex:\n    pattern: runBlocking\n")),
+        ]);
+        let all = s.applicability(None, Some("kotlin"));
+        let edit = Edit::known(Written::All);
+        let only_mentions = "// runBlocking { }\nval s = \"runBlocking { }\"\n";
+        let m = s.matching_in(&kotlin(only_mentions), &all, FilePlace::Unchecked, &edit);
+        assert_eq!(m, [1], "only the regex guideline");
+        let m = s.matching_in(&kotlin(KOTLIN), &all, FilePlace::Unchecked, &edit);
+        assert_eq!(m, [0, 1]);
+        assert_eq!(
+            s.first_match_in(0, &kotlin(KOTLIN), &edit),
+            Some((9, "runBlocking { $$$ }"))
+        );
+    }
+
+    #[test]
+    fn in_changes_means_a_matched_node_overlaps_a_written_line() {
+        let s = snapshot(&[(
+            "ast",
+            &yaml(
+                "ast",
+                "  ast:\n    pattern: runBlocking { $$$ }\n    in: changes\n",
+            ),
+        )]);
+        let all = s.applicability(None, Some("kotlin"));
+        let on = |ranges: Vec<(usize, usize)>| {
+            let edit = Edit::known(Written::lines(ranges));
+            let text = kotlin(KOTLIN);
+            let held = s.guidelines[0].leaves(&text, &edit);
+            (
+                s.matching_in(&text, &all, FilePlace::Unchecked, &edit),
+                held[0].line,
+                held[0].node.as_ref().map(|n| n.last_line),
+            )
+        };
+        assert_eq!(on(vec![(12, 12)]), (vec![], None, None), "a comment line");
+        // The call on lines 13-15 overlaps a write of its last line only.
+        assert_eq!(on(vec![(15, 15)]), (vec![0], Some(13), Some(15)));
+        assert_eq!(on(vec![(3, 7)]), (vec![], None, None));
+        assert_eq!(on(vec![(24, 24)]), (vec![0], Some(24), Some(24)));
+    }
+
+    #[test]
+    fn structural_leaves_compose_with_not_and_all() {
+        // A `runBlocking { }` call in a file that does not import kotlinx.coroutines.test.
+        let s = snapshot(&[(
+            "c",
+            &yaml(
+                "c",
+                "  all:\n    - ast:\n        pattern: runBlocking { $$$ }\n    - not:\n        regex:\n          pattern: 'import kotlinx\\.coroutines\\.test'\n",
+            ),
+        )]);
+        let all = s.applicability(None, Some("kotlin"));
+        let edit = Edit::known(Written::All);
+        let m = |c: &str| s.matching_in(&kotlin(c), &all, FilePlace::Unchecked, &edit);
+        assert_eq!(m(KOTLIN), [0]);
+        assert!(m(&format!("import kotlinx.coroutines.test.x\n{KOTLIN}")).is_empty());
+        assert!(m("// runBlocking { }\n").is_empty());
+        // not(ast): a file that has no call matches, one with a call does not.
+        let s = snapshot(&[(
+            "n",
+            &yaml(
+                "n",
+                "  all:\n    - regex:\n        pattern: class\n    - not:\n        ast:\n          pattern: runBlocking { $$$ }\n",
+            ),
+        )]);
+        let m = |c: &str| s.matching_in(&kotlin(c), &all, FilePlace::Unchecked, &edit);
+        assert!(m(KOTLIN).is_empty());
+        assert_eq!(m("class A // runBlocking { }\n"), [0]);
+    }
+
+    #[test]
+    fn a_file_without_the_literals_is_never_parsed_and_others_once() {
+        let many: Vec<(String, String)> = (0..5)
+            .map(|i| {
+                let id = format!("g{i}");
+                let y = yaml(&id, "  ast:\n    pattern: runBlocking { $$$ }\n");
+                (id, y)
+            })
+            .chain([(
+                // A candidate by its regex: its structural leaf still needs its own text.
+                "other".to_string(),
+                yaml(
+                    "other",
+                    "  all:\n    - regex:\n        pattern: class\n    - ast:\n        pattern: runBlocking { $$$ }\n",
+                ),
+            )])
+            .collect();
+        let refs: Vec<(&str, &str)> = many.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let s = snapshot(&refs);
+        let all = s.applicability(None, Some("kotlin"));
+        let edit = Edit::known(Written::All);
+        let without = "class A {\n  fun f() = launch { }\n}\n".repeat(50);
+        let before = parses_on_this_thread();
+        assert!(s
+            .matching_in(&kotlin(&without), &all, FilePlace::Unchecked, &edit)
+            .is_empty());
+        assert_eq!(parses_on_this_thread(), before, "no literal, no parse");
+        let text = kotlin(KOTLIN);
+        let m = s.matching_in(&text, &all, FilePlace::Unchecked, &edit);
+        assert_eq!(m.len(), 6);
+        for g in m {
+            s.first_match_in(g, &text, &edit);
+            s.guidelines[g].leaves(&text, &edit);
+        }
+        assert_eq!(
+            parses_on_this_thread(),
+            before + 1,
+            "one parse for six leaves"
+        );
+    }
+
+    #[test]
+    fn load_errors_point_at_the_leaf() {
+        let err = |y: &str| parse_guideline(Path::new("/g/x/guideline.yaml"), y).unwrap_err();
+        let e = err("id: x\nscope:\n  languages: [kotlin]\nmatch:\n  any:\n    - regex:\n        pattern: a\n    - ast:\n        pattern: 'fun ((('\ncontent: x\n");
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(e.to_string().contains("kotlin"), "{e}");
+        let e = err("id: x\nmatch:\n  ast:\n    pattern: foo()\ncontent: x\n");
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(e.to_string().contains("scope.languages"), "{e}");
+        let e = err("id: x\nscope:\n  languages: [kotlin, markdown]\nmatch:\n  ast:\n    pattern: foo()\ncontent: x\n");
+        assert!(e.to_string().contains("do not support markdown"), "{e}");
+        let e = err("id: x\nscope:\n  languages: [kotlin]\nmatch:\n  ast:\n    pattern: foo()\n    kind: call\ncontent: x\n");
+        assert!(e.to_string().contains("kind"), "{e}");
+        let e = err("id: x\nscope:\n  languages: [kotlin]\nmatch:\n  ast:\n    pattern: foo()\n    inside: 'class ((('\ncontent: x\n");
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(e.to_string().contains("ast.inside"), "{e}");
+    }
+
+    #[test]
+    fn a_pattern_without_fixed_text_makes_every_file_of_its_languages_a_candidate() {
+        let s = snapshot(&[
+            ("plus", &yaml("plus", "  ast:\n    pattern: $A + $B\n")),
+            ("any", &yaml("any", "  ast:\n    pattern: $X\n")),
+        ]);
+        let all = s.applicability(None, Some("kotlin"));
+        let edit = Edit::known(Written::All);
+        let m = |c: &str| s.matching_in(&kotlin(c), &all, FilePlace::Unchecked, &edit);
+        assert_eq!(m("val x = a + b\n"), [0, 1]);
+        assert_eq!(m("val x = \"a + b\"\n"), [0], "a string holds no `+` node");
+        let (plus, any) = (&s.guidelines[1].guideline, &s.guidelines[0].guideline);
+        assert_eq!(plus.patterns, [r"\+"], "`+` is what `$A + $B` needs");
+        assert!(any.condition.required_leaves().is_none());
     }
 }

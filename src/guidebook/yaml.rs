@@ -151,17 +151,19 @@ pub(super) struct RawMatch {
     pub(super) not: Option<Box<RawCondition>>,
     #[serde(default)]
     pub(super) regex: Option<RawRegex>,
+    #[serde(default)]
+    pub(super) ast: Option<RawAst>,
 }
 
 impl RawMatch {
     /// The one condition it holds, or why not.
     pub(super) fn condition(self) -> Result<RawCondition, String> {
-        RawCondition::from_keys(self.any, self.all, self.not, self.regex, "match")
+        RawCondition::from_keys(self.any, self.all, self.not, self.regex, self.ast, "match")
     }
 }
 
 /// A condition: exactly one of `any: [conditions]`, `all: [conditions]`, `not: condition`,
-/// `regex: {pattern, in}`.
+/// `regex: {pattern, in}`, `ast: {pattern, inside, has, in}`.
 #[derive(Deserialize)]
 #[serde(try_from = "RawConditionKeys")]
 pub(super) enum RawCondition {
@@ -169,6 +171,7 @@ pub(super) enum RawCondition {
     All(Vec<RawCondition>),
     Not(Box<RawCondition>),
     Regex(RawRegex),
+    Ast(RawAst),
 }
 
 #[derive(Deserialize)]
@@ -182,13 +185,15 @@ pub(super) struct RawConditionKeys {
     not: Option<Box<RawCondition>>,
     #[serde(default)]
     regex: Option<RawRegex>,
+    #[serde(default)]
+    ast: Option<RawAst>,
 }
 
 impl TryFrom<RawConditionKeys> for RawCondition {
     type Error = String;
 
     fn try_from(k: RawConditionKeys) -> Result<Self, String> {
-        RawCondition::from_keys(k.any, k.all, k.not, k.regex, "a condition")
+        RawCondition::from_keys(k.any, k.all, k.not, k.regex, k.ast, "a condition")
     }
 }
 
@@ -198,19 +203,26 @@ impl RawCondition {
         all: Option<Vec<RawCondition>>,
         not: Option<Box<RawCondition>>,
         regex: Option<RawRegex>,
+        ast: Option<RawAst>,
         what: &str,
     ) -> Result<RawCondition, String> {
-        let given = [any.is_some(), all.is_some(), not.is_some(), regex.is_some()];
+        let given = [
+            any.is_some(),
+            all.is_some(),
+            not.is_some(),
+            regex.is_some(),
+            ast.is_some(),
+        ];
         match given.iter().filter(|g| **g).count() {
             1 => {}
             0 => {
                 return Err(format!(
-                    "{what} needs one of `any`, `all`, `not` or `regex`"
+                    "{what} needs one of `any`, `all`, `not`, `regex` or `ast`"
                 ))
             }
             _ => {
                 return Err(format!(
-                    "{what} takes exactly one of `any`, `all`, `not` or `regex`; combine several with `all: [...]` or `any: [...]`"
+                    "{what} takes exactly one of `any`, `all`, `not`, `regex` or `ast`; combine several with `all: [...]` or `any: [...]`"
                 ))
             }
         }
@@ -229,6 +241,8 @@ impl RawCondition {
             RawCondition::All(all)
         } else if let Some(not) = not {
             RawCondition::Not(not)
+        } else if let Some(ast) = ast {
+            RawCondition::Ast(ast)
         } else {
             RawCondition::Regex(regex.expect("one key was given"))
         })
@@ -239,6 +253,21 @@ impl RawCondition {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRegex {
     pub(super) pattern: Pattern,
+    /// Overrides `match.in` for this leaf.
+    #[serde(default, rename = "in")]
+    pub(super) within: Option<Within>,
+}
+
+/// `ast: {pattern, inside, has, in}`: an ast-grep pattern matched on the file's syntax tree, in
+/// the file's language (checked against `scope.languages` by the loader).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAst {
+    pub(super) pattern: String,
+    #[serde(default)]
+    pub(super) inside: Option<String>,
+    #[serde(default)]
+    pub(super) has: Option<String>,
     /// Overrides `match.in` for this leaf.
     #[serde(default, rename = "in")]
     pub(super) within: Option<Within>,

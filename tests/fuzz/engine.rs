@@ -90,7 +90,7 @@ fn holds(condition: &Condition, held: &dyn Fn(usize) -> bool) -> bool {
         Condition::Any(m) => m.iter().any(|c| holds(c, held)),
         Condition::All(m) => m.iter().all(|c| holds(c, held)),
         Condition::Not(c) => !holds(c, held),
-        Condition::Regex { pattern, .. } => held(*pattern),
+        Condition::Regex { pattern, .. } | Condition::Ast { pattern, .. } => held(*pattern),
     }
 }
 
@@ -99,7 +99,7 @@ fn positive(condition: &Condition, negated: bool, out: &mut Vec<usize>) {
     match condition {
         Condition::Any(m) | Condition::All(m) => m.iter().for_each(|c| positive(c, negated, out)),
         Condition::Not(c) => positive(c, !negated, out),
-        Condition::Regex { pattern, .. } => {
+        Condition::Regex { pattern, .. } | Condition::Ast { pattern, .. } => {
             if !negated {
                 out.push(*pattern)
             }

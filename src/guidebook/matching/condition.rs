@@ -5,11 +5,17 @@
 //! Under `in: changes` a leaf holds when one of its matches overlaps a written line; `not`
 //! inverts its condition as it is (so `not` of a `changes` leaf holds when the edit wrote no
 //! match), `all` needs every member, `any` one. A leaf's own `in` overrides the one of `match`.
+//!
+//! A structural leaf (`ast`) is an ast-grep pattern matched on the file's syntax tree
+//! (`structural`); its position in `patterns` holds a regex of the text every match needs, so
+//! that the literal index finds its candidates and a file without that text is never parsed.
 
 use std::cell::OnceCell;
 
 use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
+
+use super::structural::{StructuralSpec, SyntaxTree};
 
 /// Where a regex leaf looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -39,7 +45,19 @@ pub enum Condition {
     Any(Vec<Condition>),
     All(Vec<Condition>),
     Not(Box<Condition>),
-    Regex { pattern: usize, within: Within },
+    Regex {
+        pattern: usize,
+        within: Within,
+    },
+    /// A structural leaf: `patterns[pattern]` is the regex of the text each of its matches
+    /// needs (`prefiltered`), or a placeholder never searched when the pattern has no fixed
+    /// token (then every file of the guideline's languages is parsed).
+    Ast {
+        pattern: usize,
+        within: Within,
+        ast: Box<StructuralSpec>,
+        prefiltered: bool,
+    },
 }
 
 impl Condition {
@@ -89,6 +107,11 @@ impl Condition {
     pub fn required_leaves(&self) -> Option<Vec<usize>> {
         match self {
             Condition::Regex { pattern, .. } => Some(vec![*pattern]),
+            Condition::Ast {
+                pattern,
+                prefiltered,
+                ..
+            } => prefiltered.then(|| vec![*pattern]),
             Condition::Not(_) => None,
             Condition::Any(members) => {
                 let mut all = Vec::new();
@@ -105,7 +128,10 @@ impl Condition {
     /// Evaluates the condition, asking `leaf` whether a leaf holds (short-circuiting).
     pub fn holds(&self, leaf: &mut impl FnMut(usize, Within) -> bool) -> bool {
         match self {
-            Condition::Regex { pattern, within } => leaf(*pattern, *within),
+            Condition::Regex { pattern, within }
+            | Condition::Ast {
+                pattern, within, ..
+            } => leaf(*pattern, *within),
             Condition::Not(c) => !c.holds(leaf),
             Condition::Any(m) => m.iter().any(|c| c.holds(leaf)),
             Condition::All(m) => m.iter().all(|c| c.holds(leaf)),
@@ -117,7 +143,10 @@ impl Condition {
     pub fn leaves(&self) -> Vec<(usize, Within, bool)> {
         fn walk(c: &Condition, negated: bool, out: &mut Vec<(usize, Within, bool)>) {
             match c {
-                Condition::Regex { pattern, within } => out.push((*pattern, *within, negated)),
+                Condition::Regex { pattern, within }
+                | Condition::Ast {
+                    pattern, within, ..
+                } => out.push((*pattern, *within, negated)),
                 Condition::Not(c) => walk(c, !negated, out),
                 Condition::Any(m) | Condition::All(m) => {
                     m.iter().for_each(|c| walk(c, negated, out))
@@ -126,6 +155,27 @@ impl Condition {
         }
         let mut out = Vec::new();
         walk(self, false, &mut out);
+        out
+    }
+
+    /// Every structural leaf: its position in `patterns`, what it says, and whether that
+    /// position holds the regex of the text its matches need.
+    pub fn structural(&self) -> Vec<(usize, &StructuralSpec, bool)> {
+        fn walk<'a>(c: &'a Condition, out: &mut Vec<(usize, &'a StructuralSpec, bool)>) {
+            match c {
+                Condition::Regex { .. } => {}
+                Condition::Ast {
+                    pattern,
+                    ast,
+                    prefiltered,
+                    ..
+                } => out.push((*pattern, ast, *prefiltered)),
+                Condition::Not(c) => walk(c, out),
+                Condition::Any(m) | Condition::All(m) => m.iter().for_each(|c| walk(c, out)),
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
         out
     }
 }
@@ -241,17 +291,38 @@ impl<'a> Edit<'a> {
 /// on first need.
 pub struct Text<'a> {
     pub bytes: &'a [u8],
+    /// The file's language, which structural leaves parse it in (`None`: they never hold).
+    pub language: Option<&'static str>,
     lines: OnceCell<LineStarts>,
     allows: OnceCell<Allows>,
+    /// The file parsed in its language, on the first structural leaf's need: at most once per
+    /// evaluation however many leaves ask.
+    tree: OnceCell<Option<SyntaxTree>>,
 }
 
 impl<'a> Text<'a> {
     pub fn new(bytes: &'a [u8]) -> Text<'a> {
         Text {
             bytes,
+            language: None,
             lines: OnceCell::new(),
             allows: OnceCell::new(),
+            tree: OnceCell::new(),
         }
+    }
+
+    /// The same text, of a file in `language` (what structural leaves parse it as).
+    pub fn in_language(mut self, language: Option<&'static str>) -> Text<'a> {
+        self.language = language;
+        self
+    }
+
+    /// The file's syntax tree, parsed on first need; `None` without a language whose grammar
+    /// is built in, or for content that is not UTF-8.
+    pub(crate) fn tree(&self) -> Option<&SyntaxTree> {
+        self.tree
+            .get_or_init(|| SyntaxTree::parse(self.language?, self.bytes))
+            .as_ref()
     }
 
     pub fn lines(&self) -> &LineStarts {
@@ -389,6 +460,32 @@ pub fn leaf_line_in(
             (written.overlaps(first, last) && !allowed(first)).then_some((m.start(), first))
         }),
     }
+}
+
+/// The first of a structural leaf's matches (byte ranges, by start) that counts: under
+/// `changes` the first whose lines overlap a written line, with `allowed_for` the first whose
+/// first line no `guidebook:allow` comment allows for that guideline. Its range and first line.
+pub fn leaf_node_in(
+    matches: &[(usize, usize)],
+    within: Within,
+    text: &Text<'_>,
+    edit: &Edit<'_>,
+    allowed_for: Option<&str>,
+) -> Option<(usize, usize, usize)> {
+    let written = match within {
+        Within::File => None,
+        Within::Changes => match edit.written() {
+            Written::All => None,
+            w if w.is_empty() => return None,
+            w => Some(w),
+        },
+    };
+    matches.iter().find_map(|&(start, end)| {
+        let (first, last) = text.lines().span(start, end);
+        let counts = written.is_none_or(|w| w.overlaps(first, last))
+            && !allowed_for.is_some_and(|id| text.allows().allows(id, first));
+        counts.then_some((start, end, first))
+    })
 }
 
 #[cfg(test)]

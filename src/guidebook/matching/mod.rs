@@ -12,6 +12,8 @@
 //! - `scope`: repository and path globs.
 //! - `condition`: `match` conditions (`any`, `all`, `not`, regex leaves, `in`) and the lines
 //!   an edit wrote.
+//! - `structural`: `ast` leaves, ast-grep patterns on a file's syntax tree (the only ast-grep
+//!   user).
 
 mod condition;
 mod confirm;
@@ -21,8 +23,11 @@ mod literals;
 mod matcher;
 mod pattern;
 mod scope;
+mod structural;
 
-pub use condition::{leaf_line_in, Condition, Edit, Text, Within, Written};
+#[cfg(test)]
+pub(crate) use condition::LineStarts;
+pub use condition::{leaf_line_in, leaf_node_in, Condition, Edit, Text, Within, Written};
 pub use index::Index;
 pub(crate) use index::{index_of, index_of_hir};
 pub(crate) use matcher::PatternMatcher;
@@ -30,3 +35,10 @@ pub(crate) use pattern::{
     compile_pattern, one_line_regex_error, parse_and_validate, stays_on_one_line, MAX_PATTERN_LEN,
 };
 pub(crate) use scope::{build_glob_sets, compile_path_glob, compile_repository_glob, PathScopes};
+#[cfg(test)]
+pub(crate) use structural::parses_on_this_thread;
+pub(crate) use structural::prefilter as structural_prefilter;
+pub(crate) use structural::StructuralPattern;
+pub use structural::StructuralSpec;
+#[cfg(test)]
+pub(crate) use structural::SyntaxTree;
