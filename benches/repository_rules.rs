@@ -29,7 +29,10 @@ fn main() {
     common::git_repo(&repo, "git@github.com:acme/backend-order.git");
     let files = common::write_kotlin_files(&repo.join("src"), 10, 20_000, 1000, 11);
     let native = write_rule_files(&repo);
-    common::write_guidebook(&repo.join(".guidebook"), 200, 9);
+    let repo_guidelines: usize = common::env_or("REPO_BENCH_GUIDELINES", 200);
+    if repo_guidelines > 0 {
+        common::write_guidebook(&repo.join(".guidebook"), repo_guidelines, 9);
+    }
 
     let plain_home = dir.path().join("home-untrusted");
     let trusted_home = dir.path().join("home-trusted");
@@ -44,7 +47,7 @@ fn main() {
     let trusted = common::BenchSidecar::start(&guidebook, &trusted_home, &root);
     let served = || served(&trusted_home.join("sidecar.sock"));
     let started = Instant::now();
-    while served() < 400 {
+    while served() < 200 + repo_guidelines as u64 {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "rules not served: {}",
@@ -98,6 +101,7 @@ fn main() {
         t_trusted.push(ms(hook(&trusted_home, &format!("t{i}")).0));
     }
 
+    let steady_rss = (plain.peak_rss_kib(), trusted.peak_rss_kib());
     // A rule file changes: the first hook right after it, and when the change is served.
     let agents = repo.join(&native[0]);
     let original = std::fs::read_to_string(&agents).unwrap();
@@ -160,6 +164,13 @@ fn main() {
         t / p,
         a - f
     );
+    if let (Some(a), Some(b)) = steady_rss {
+        println!(
+            "sidecar peak RSS before the changes: untrusted {:.1} MiB, trusted {:.1} MiB",
+            a as f64 / 1024.0,
+            b as f64 / 1024.0
+        );
+    }
     if let (Some(a), Some(b)) = (plain_rss, trusted_rss) {
         println!(
             "sidecar peak RSS: untrusted {:.1} MiB, trusted {:.1} MiB",

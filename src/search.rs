@@ -140,17 +140,33 @@ pub fn search(
     let tokenizer = engine.tokenizer;
     let count = |text: &str| tokenizer.count(text);
     let (session, deadline) = (request.session_id, request.deadline);
-    let any_repository = known.values().any(|c| c.repository);
+    // Whether everything fits even at one token per byte (a token is at least one byte): then
+    // nothing is counted, and the exact vocabulary (tens of MiB) is never built.
+    let repository_bytes: usize = known
+        .iter()
+        .filter(|(_, c)| c.repository)
+        .map(|(id, c)| guidebook_hook::guideline_block(&c.shown(id)).len())
+        .sum();
+    let repository_fits = repository_bytes == 0
+        || tokenizer.surely_within(
+            guidebook_hook::REPOSITORY_HEADER.len() + 2 + repository_bytes,
+            repository_cap,
+        );
+    let all_fit = repository_fits
+        && match request.max_tokens {
+            None => true,
+            Some(budget) => {
+                let bytes = text_of(&candidates).len();
+                tokenizer.surely_within(bytes, budget as usize)
+                    && (repository_bytes == 0
+                        || tokenizer.surely_within(
+                            guidebook_hook::REPOSITORY_HEADER.len() + 2 + repository_bytes,
+                            budget as usize / 3,
+                        ))
+            }
+        };
     let shown = match request.max_tokens {
-        None if !any_repository => {
-            engine
-                .presentations
-                .present_new(session, &candidates, deadline, |unseen| unseen)?
-        }
-        Some(budget)
-            if !any_repository
-                && tokenizer.surely_within(text_of(&candidates).len(), budget as usize) =>
-        {
+        _ if all_fit => {
             // Every candidate fits even at one token per byte: nothing to count.
             engine
                 .presentations
