@@ -739,28 +739,40 @@ pub fn generate(db: &std::path::Path, sessions: usize, now: i64) -> Result<(), S
         state % n
     };
     let ids: Vec<String> = (0..40).map(|i| format!("guideline-{i:02}")).collect();
+    // How often a match stays in a file at its next search, in percent: by guideline, higher
+    // in hold-out sessions (nobody told the agent).
+    let stays = |g: usize, holdout: bool| (g % 5) as u64 * 15 + if holdout { 30 } else { 0 };
     let mut batch = Vec::with_capacity(4096);
     for s in 0..sessions {
         let session = format!("session-{s:06}");
         let holdout = next(10) == 0;
         let start = now - 30 * DAY + (s as i64 * 30 * DAY) / sessions.max(1) as i64;
         let mut presented: HashSet<usize> = HashSet::new();
+        let mut in_file: [Vec<usize>; 3] = Default::default();
         for k in 0..(2 + next(8)) {
-            let path = format!("/work/repo/src/file{}.kt", next(3));
-            let matched: Vec<usize> = (0..next(3)).map(|_| next(40) as usize).collect();
-            #[allow(clippy::let_and_return)]
-            let mut matched: Vec<usize> = matched
-                .into_iter()
-                .collect::<HashSet<_>>()
-                .into_iter()
+            let f = next(3) as usize;
+            let path = format!("/work/repo/src/file{f}.kt");
+            // Low ids fire most often.
+            let mut matched: Vec<usize> = (0..next(3))
+                .map(|_| (next(40) * next(40) / 40) as usize)
                 .collect();
+            matched.extend(
+                in_file[f]
+                    .iter()
+                    .copied()
+                    .filter(|&g| next(100) < stays(g, holdout)),
+            );
             matched.sort_unstable();
+            matched.dedup();
+            in_file[f] = matched.clone();
+            let at = start + k as i64 * 30;
             if next(8) == 0 {
                 if let Some(&g) = matched.first() {
+                    in_file[f].retain(|&m| m != g);
                     batch.push(Observed::Adherence {
                         session_id: session.clone(),
                         event: Event::Block {
-                            at: start + k as i64 * 30,
+                            at,
                             path: path.clone(),
                             guideline: ids[g].clone(),
                         },
@@ -776,7 +788,7 @@ pub fn generate(db: &std::path::Path, sessions: usize, now: i64) -> Result<(), S
             batch.push(Observed::Adherence {
                 session_id: session.clone(),
                 event: Event::Search {
-                    at: start + k as i64 * 30,
+                    at,
                     holdout,
                     files: vec![FileRecord {
                         path,

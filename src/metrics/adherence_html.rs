@@ -35,8 +35,9 @@ h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem}
 table{border-collapse:collapse;font-size:.9rem;width:100%}
 th,td{border-bottom:1px solid #d0d7de;padding:.35rem .5rem;text-align:right;vertical-align:top}
 th{background:#f6f8fa;position:sticky;top:0}
-td.id,th.id{text-align:left;font-family:ui-monospace,monospace}
-td.verdict{text-align:left;max-width:32rem;color:#57606a;font-size:.8rem}
+td.id,th.id{text-align:left;font-family:ui-monospace,monospace;white-space:nowrap}
+td.verdict,th.verdict{text-align:left;max-width:32rem}
+td.verdict{color:#57606a;font-size:.8rem}
 tr.ignored td.id{color:#cf222e}
 .cards{display:flex;gap:1rem;flex-wrap:wrap}
 .card{border:1px solid #d0d7de;border-radius:6px;padding:.6rem 1rem;min-width:9rem}

@@ -2,6 +2,7 @@
 //! homes, real git repositories and real SQLite, and drives it through the real `guidebook-hook`
 //! and `guidebook` binaries. One module per area; `harness` holds the shared helpers.
 
+mod adherence;
 mod agents;
 mod author;
 mod autostart;
