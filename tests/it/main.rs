@@ -43,5 +43,6 @@ mod sources_team;
 mod sources_trust;
 mod sources_watch;
 mod starvation;
+mod structural;
 mod test_script;
 mod tidy;

@@ -15,7 +15,7 @@ use std::cell::Cell;
 
 use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{AstGrep, Pattern};
-use ast_grep_language::{Language, SupportLang};
+use ast_grep_language::SupportLang;
 use serde::{Deserialize, Serialize};
 
 /// An `ast` leaf as written: an ast-grep pattern and, optionally, a pattern some ancestor of a
@@ -133,32 +133,10 @@ fn compile_one(
     }
     let pattern = Pattern::try_new(source, lang)
         .map_err(|e| format!("`ast.{key}` `{source}` is not a {language} pattern: {e}"))?;
-    // The pattern as ast-grep parses it (meta-variables made identifiers), down to the node it
-    // matches with (it unwraps single children, as `Pattern` does): a syntax error anywhere in
-    // that node would match something else than written. A token tree-sitter made up (Java's
-    // `;` after `foo($A)`) or an error wrapped around the whole pattern ast-grep leaves out.
-    let processed = lang.pre_process_pattern(source);
-    let broken = StrDoc::try_new(&processed, lang).map_or(true, |doc| {
-        let root = AstGrep::doc(doc);
-        let mut node = root.root();
-        loop {
-            let only = match node.children().len() {
-                1 => node.child(0),
-                2 => node
-                    .child(1)
-                    .filter(|c| c.is_missing() || c.kind().is_empty())
-                    .and_then(|_| node.child(0)),
-                _ => None,
-            };
-            match only {
-                Some(child) => node = child,
-                None => break,
-            }
-        }
-        let broken = node.dfs().any(|n| n.is_error());
-        broken
-    });
-    if broken || pattern.has_error() {
+    // A pattern that does not parse into a node (its root is a syntax error) is refused. An
+    // error tree-sitter recovers from inside the node (Java's `{ $$$ }`, where `$$$` is no
+    // statement) is kept: ast-grep matches such patterns as written, and so do we.
+    if pattern.has_error() {
         return Err(format!(
             "`ast.{key}` `{source}` does not parse as {language} code"
         ));
@@ -313,5 +291,205 @@ mod tests {
         assert!(SyntaxTree::parse("kotlin", b"\xff\xfe").is_none());
         let p = StructuralPattern::compile(&spec("$A"), "kotlin").unwrap();
         assert_eq!(p.required_text(), None);
+    }
+}
+
+/// The differential test: our structural leaves against the `ast-grep` CLI of the same version
+/// (PyPI's `ast-grep-cli`, installed into a venv under `target/agents/` on first use) on real
+/// sources (`tests/fixtures/structural/`, or the directory `GUIDEBOOK_AST_DIFF_DIR` names).
+/// `ADAPTIVE_GUIDEBOOK_TEST_OFFLINE=1` skips it, as it does the other tests that install tools.
+#[cfg(test)]
+mod differential {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+
+    /// The CLI's version: the library's, pinned in Cargo.toml.
+    const CLI_VERSION: &str = "0.50.0";
+
+    fn cli() -> Option<PathBuf> {
+        if let Some(given) = std::env::var_os("AST_GREP_CLI") {
+            return Some(PathBuf::from(given));
+        }
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/agents")
+            .join(format!("ast-grep-cli-{CLI_VERSION}"));
+        let exe = dir.join("bin/ast-grep");
+        if exe.exists() {
+            return Some(exe);
+        }
+        if std::env::var("ADAPTIVE_GUIDEBOOK_TEST_OFFLINE").as_deref() == Ok("1") {
+            return None;
+        }
+        let venv = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&dir)
+            .status();
+        assert!(venv.is_ok_and(|s| s.success()), "python3 -m venv failed");
+        let out = Command::new(dir.join("bin/pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                &format!("ast-grep-cli=={CLI_VERSION}"),
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .expect("running pip");
+        if !(out.status.success() && exe.exists()) {
+            let _ = std::fs::remove_dir_all(&dir);
+            panic!(
+                "pip install ast-grep-cli=={CLI_VERSION} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Some(exe)
+    }
+
+    fn files(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+        entries.sort_by_key(|e| e.path());
+        for e in entries {
+            let path = e.path();
+            if path.is_dir() {
+                files(&path, ext, out);
+            } else if path.extension().is_some_and(|x| x == ext) {
+                out.push(path);
+            }
+        }
+    }
+
+    type Found = BTreeMap<PathBuf, Vec<(usize, usize)>>;
+
+    /// What the CLI reports for `spec` in `language` over `paths`.
+    fn cli_matches(exe: &Path, spec: &StructuralSpec, language: &str, paths: &[PathBuf]) -> Found {
+        let mut rule = format!(
+            "id: diff\nlanguage: {language}\nrule:\n  pattern: {:?}\n",
+            spec.pattern
+        );
+        if let Some(inside) = &spec.inside {
+            rule.push_str(&format!("  inside: {{pattern: {inside:?}, stopBy: end}}\n"));
+        }
+        if let Some(has) = &spec.has {
+            rule.push_str(&format!("  has: {{pattern: {has:?}, stopBy: end}}\n"));
+        }
+        let mut found = Found::new();
+        for chunk in paths.chunks(200) {
+            let out = Command::new(exe)
+                .args(["scan", "--inline-rules", &rule, "--json=compact"])
+                .args(chunk)
+                .stdin(Stdio::null())
+                .output()
+                .expect("running ast-grep");
+            assert!(
+                out.status.success() || out.status.code() == Some(1),
+                "ast-grep: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            for m in json.as_array().unwrap() {
+                let at = &m["range"]["byteOffset"];
+                found
+                    .entry(PathBuf::from(m["file"].as_str().unwrap()))
+                    .or_default()
+                    .push((
+                        at["start"].as_u64().unwrap() as usize,
+                        at["end"].as_u64().unwrap() as usize,
+                    ));
+            }
+        }
+        found.values_mut().for_each(|v| v.sort_unstable());
+        found
+    }
+
+    #[test]
+    fn our_matches_are_the_ast_grep_clis() {
+        let Some(exe) = cli() else {
+            eprintln!("skipped: offline, and no ast-grep CLI under target/agents/");
+            return;
+        };
+        let root = std::env::var_os("GUIDEBOOK_AST_DIFF_DIR").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/structural"),
+            PathBuf::from,
+        );
+        let spec = |p: &str, inside: Option<&str>, has: Option<&str>| StructuralSpec {
+            pattern: p.into(),
+            inside: inside.map(Into::into),
+            has: has.map(Into::into),
+        };
+        let cases = [
+            ("kotlin", "kt", spec("runBlocking { $$$ }", None, None)),
+            ("kotlin", "kt", spec("runBlocking($$$ARGS)", None, None)),
+            ("kotlin", "kt", spec("launch { $$$ }", None, None)),
+            ("kotlin", "kt", spec("$SCOPE.launch($$$)", None, None)),
+            ("kotlin", "kt", spec("assertEquals($A, $B)", None, None)),
+            ("kotlin", "kt", spec("expect($N)", None, None)),
+            ("kotlin", "kt", spec("val $V = $E", None, None)),
+            (
+                "kotlin",
+                "kt",
+                spec("try { $$$ } finally { $$$ }", None, None),
+            ),
+            ("kotlin", "kt", spec("$C.newCall($R).execute()", None, None)),
+            ("kotlin", "kt", spec("$A == $B", None, None)),
+            (
+                "kotlin",
+                "kt",
+                spec("expect($N)", Some("runBlocking { $$$ }"), None),
+            ),
+            (
+                "kotlin",
+                "kt",
+                spec("runBlocking { $$$ }", None, Some("delay($D)")),
+            ),
+            ("java", "java", spec("System.out.println($A)", None, None)),
+            ("java", "java", spec("$C.newCall($R).execute()", None, None)),
+            ("java", "java", spec("new $T($$$)", None, None)),
+            (
+                "java",
+                "java",
+                spec(
+                    "$R.close()",
+                    Some("try { $$$ } catch ($E $V) { $$$ }"),
+                    None,
+                ),
+            ),
+            ("java", "java", spec("if ($C) { $$$ }", None, None)),
+        ];
+        let mut compared = 0;
+        for (language, ext, spec) in cases {
+            let mut paths = Vec::new();
+            files(&root, ext, &mut paths);
+            assert!(
+                !paths.is_empty(),
+                "no .{ext} files under {}",
+                root.display()
+            );
+            let pattern = StructuralPattern::compile(&spec, language)
+                .unwrap_or_else(|e| panic!("{}: {e}", spec.describe()));
+            let mut ours = Found::new();
+            for path in &paths {
+                let content = std::fs::read(path).unwrap();
+                if let Some(tree) = SyntaxTree::parse(language, &content) {
+                    let found = pattern.find(&tree);
+                    if !found.is_empty() {
+                        let mut found = found;
+                        found.sort_unstable();
+                        ours.insert(path.clone(), found);
+                    }
+                }
+            }
+            let theirs = cli_matches(&exe, &spec, language, &paths);
+            assert_eq!(ours, theirs, "{language}: {}", spec.describe());
+            compared += ours.values().map(Vec::len).sum::<usize>();
+            eprintln!(
+                "{language} `{}`: {} matches in {} files, the same as ast-grep's",
+                spec.describe(),
+                ours.values().map(Vec::len).sum::<usize>(),
+                ours.len()
+            );
+        }
+        assert!(compared > 100, "only {compared} matches compared");
     }
 }
