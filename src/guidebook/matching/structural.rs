@@ -1,4 +1,4 @@
-//! Structural (`ast:`) leaves: ast-grep patterns matched on a file's syntax tree. The only ast-grep user.
+//! Structural (`ast:`) leaves: ast-grep patterns on a file's syntax tree; the only ast-grep user.
 //!
 //! The rest of the code sees [`StructuralSpec`] (what a guideline says, plain data that the parse
 //! cache serialises), [`StructuralPattern`] (a spec compiled for one language) and
