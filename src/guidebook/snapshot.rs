@@ -1018,6 +1018,25 @@ class Orders(private val repo: Repo) {
     }
 
     #[test]
+    fn an_allow_comment_lets_a_node_on_its_line_or_the_next_through() {
+        let s = snapshot(&[(
+            "ast",
+            &yaml("ast", "  ast:\n    pattern: runBlocking { $$$ }\n"),
+        )]);
+        let all = s.applicability(None, Some("kotlin"));
+        let edit = Edit::known(Written::All);
+        let allowed = "// guidebook:allow ast (a test helper)\nfun f() = runBlocking { }\n";
+        let (found, allowed) =
+            s.matching_allowed(&kotlin(allowed), &all, FilePlace::Unchecked, &edit);
+        assert_eq!((found, allowed), (vec![], vec![0]));
+        let later =
+            "// guidebook:allow ast\nfun f() = runBlocking { }\nfun g() = runBlocking { }\n";
+        let text = kotlin(later);
+        assert_eq!(s.matching_in(&text, &all, FilePlace::Unchecked, &edit), [0]);
+        assert_eq!(s.guidelines[0].leaves(&text, &edit)[0].line, Some(3));
+    }
+
+    #[test]
     fn a_pattern_without_fixed_text_makes_every_file_of_its_languages_a_candidate() {
         let s = snapshot(&[
             ("plus", &yaml("plus", "  ast:\n    pattern: $A + $B\n")),
