@@ -17,6 +17,9 @@
 //! - [`scan`]: the same evaluation over a whole repository, in parallel: a dry run for authors.
 //! - [`shell_writes`]: what an agent's shell command changed (pre-images of the files it names,
 //!   a watcher per repository) and the lines it wrote, for `endShellCommand`'s search.
+//! - [`sources`]: where guidelines come from besides the root: team guidebooks fetched from
+//!   git, a trusted repository's own rule files (trust, safe reads, the agents' formats, export
+//!   and import), and the file-system watch over every source.
 //! - [`review`]: the same evaluation over the files a git diff changed, on the lines it wrote:
 //!   a pull request, a commit about to be made, the working tree.
 //! - [`engine`]: what every handler shares (guidebook, packs, flags, stores), and a change's
@@ -83,7 +86,7 @@ pub(crate) mod search;
 pub mod server;
 pub(crate) mod service;
 pub mod shell_writes;
-pub mod sources;
+pub(crate) mod sources;
 pub(crate) mod store;
 pub(crate) mod time;
 pub mod tokens;

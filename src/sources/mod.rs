@@ -75,16 +75,6 @@ pub enum RuleFormat {
 }
 
 impl RuleFormat {
-    pub const ALL: [RuleFormat; 7] = [
-        RuleFormat::Guidebook,
-        RuleFormat::AgentsMd,
-        RuleFormat::ClaudeMd,
-        RuleFormat::Cursor,
-        RuleFormat::ClaudeRules,
-        RuleFormat::Copilot,
-        RuleFormat::Continue,
-    ];
-
     /// Its key under `repositoryRules:` in `config.yaml`.
     pub fn config_key(self) -> &'static str {
         match self {
