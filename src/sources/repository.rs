@@ -7,7 +7,7 @@
 //! Never on a hook's path: the daemon loads every trusted repository in the background at start,
 //! when `trust.json` changes, and when a watched rule file changes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -68,7 +68,13 @@ pub struct RepositorySources {
     /// in a watched directory (the agent's edit of a file beside an `AGENTS.md`) reloads
     /// nothing.
     fingerprints: Mutex<BTreeMap<PathBuf, Fingerprint>>,
+    /// Each served repository's last good guideline per rule file: a trusted file that no
+    /// longer parses keeps it served.
+    last_good: Mutex<BTreeMap<PathBuf, LastGood>>,
 }
+
+/// A repository's last good guideline per rule file (relative path).
+type LastGood = HashMap<PathBuf, Arc<Guideline>>;
 
 /// The rule files in a repository's watched directories, each with what `lstat` says of it.
 type Fingerprint = Vec<(PathBuf, u64, u64, i64, i64, i64)>;
@@ -127,6 +133,7 @@ impl RepositorySources {
             loading: Mutex::new(()),
             watched: Mutex::new(BTreeMap::new()),
             fingerprints: Mutex::new(BTreeMap::new()),
+            last_good: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -156,6 +163,10 @@ impl RepositorySources {
             guidebook.set_repository(&gone, None);
             self.lock_reports().remove(&gone);
             self.lock_watched().remove(&gone);
+            self.last_good
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&gone);
         }
         for root in &trusted {
             self.load_one(&store, root, guidebook);
@@ -188,6 +199,10 @@ impl RepositorySources {
             guidebook.set_repository(root, None);
             self.lock_reports().remove(root);
             self.lock_watched().remove(root);
+            self.last_good
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(root);
             return;
         };
         // The directories of every trusted file and the rule trees, fingerprinted before the
@@ -206,7 +221,17 @@ impl RepositorySources {
             .collect();
         dirs.extend(parents(&mut trusted.keys()));
         let now = fingerprint(root, &dirs);
-        let (rules, report) = load_repository(root, &self.rules, trusted);
+        let previous = self
+            .last_good
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(root)
+            .unwrap_or_default();
+        let (rules, report, good) = load_repository(root, &self.rules, trusted, &previous);
+        self.last_good
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(root.to_path_buf(), good);
         dirs.extend(parents(&mut report.waiting.iter().map(|w| &w.file)));
         self.fingerprints
             .lock()
@@ -298,12 +323,16 @@ fn id_safe(text: &str) -> String {
 }
 
 /// Reads and maps the rule files of the repository at `root` that `trusted` (relative path →
-/// hash) holds with the same content; every other file is reported as waiting.
+/// hash) holds with the same content; every other file is reported as waiting. A trusted file
+/// that does not parse is reported and keeps its guideline of `previous` (its last good one)
+/// served. Also returns each served file's guideline, the next load's `previous`.
 pub fn load_repository(
     root: &Path,
     rules: &RepositoryRules,
     trusted: &BTreeMap<PathBuf, String>,
-) -> (RepositoryGuidelines, RepositoryReport) {
+    previous: &LastGood,
+) -> (RepositoryGuidelines, RepositoryReport, LastGood) {
+    let mut good = LastGood::new();
     let discovery = rule_files(root, rules);
     let home: Arc<Path> = Arc::from(root);
     let namespace = namespace(root);
@@ -410,14 +439,22 @@ pub fn load_repository(
             },
         };
         match guideline {
-            Ok(Some(g)) => out.guidelines.push(Arc::new(g)),
+            Ok(Some(g)) => {
+                let g = Arc::new(g);
+                good.insert(relative.clone(), g.clone());
+                out.guidelines.push(g);
+            }
             Ok(None) => {}
             Err(e) => {
+                if let Some(kept) = previous.get(&relative) {
+                    good.insert(relative.clone(), kept.clone());
+                    out.guidelines.push(kept.clone());
+                }
                 report.errors.push(e.to_string());
                 out.errors.push(e);
             }
         }
     }
     report.served = out.guidelines.len();
-    (out, report)
+    (out, report, good)
 }

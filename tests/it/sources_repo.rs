@@ -306,3 +306,52 @@ fn the_repositorys_share_of_the_text_is_capped() {
         "the next one comes with the next change"
     );
 }
+
+/// A trusted rule file that no longer parses (trusted again as it is) is reported with its file
+/// and line, and its last good version stays served.
+#[test]
+fn a_trusted_rule_file_that_breaks_keeps_its_last_good_version() {
+    let (dir, root) = test_guidebook_dir();
+    let sidecar = Sidecar::start(&root);
+    let (repo, file) = repository(dir.path());
+    trust(&sidecar, &repo);
+    wait_rules(&sidecar, &file, "trusted rules served", |s| {
+        s["served"] == 5
+    });
+    std::fs::write(
+        repo.join(".cursor/rules/kotlin.mdc"),
+        "---\ndescription: Kotlin coroutines\nglobs: [\"**/*.kt\"\nalwaysApply: false\n---\nA new text.\n",
+    )
+    .unwrap();
+    trust(&sidecar, &repo);
+    let started = Instant::now();
+    let errors = loop {
+        let status = sidecar.result("status", json!({}));
+        let errors = status["sources"]["repositories"][0]["errors"].clone();
+        if errors.as_array().is_some_and(|e| !e.is_empty()) {
+            break errors;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{status}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let error = errors[0].as_str().unwrap();
+    assert!(
+        error.contains(".cursor/rules/kotlin.mdc:4:1: front matter is not valid YAML"),
+        "file and line: {error}"
+    );
+    let found = sidecar.call(
+        "search",
+        json!({"sessionId": "after", "filepaths": [file.display().to_string()]}),
+    );
+    let kotlin = found["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == "repo:shop/.cursor/rules/kotlin.mdc")
+        .cloned()
+        .unwrap_or_else(|| panic!("the last good version is served: {found}"));
+    assert_eq!(
+        kotlin["content"],
+        "Never call runBlocking in request handlers."
+    );
+}
