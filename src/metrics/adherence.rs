@@ -48,17 +48,18 @@ pub enum Outcome {
     Repeated,
 }
 
-/// A change the tracker reports as it goes: what the live counters count.
+/// A change the tracker reports as it goes: what the live counters count. Ids borrowed from the
+/// event fed, but for the tracker's own (outcomes, corrections).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Delta {
+pub enum Delta<'e> {
     /// The guideline matched a file (`written`: the edit brought the match).
     Fire {
-        guideline: String,
+        guideline: &'e str,
         written: bool,
     },
     /// The guideline was presented (or would have been, `holdout`).
     Presented {
-        guideline: String,
+        guideline: &'e str,
         holdout: bool,
     },
     /// A presentation's outcome became `outcome` (from no evidence, or followed → repeated).
@@ -73,10 +74,10 @@ pub enum Delta {
         guideline: String,
     },
     Blocked {
-        guideline: String,
+        guideline: &'e str,
     },
     Allowed {
-        guideline: String,
+        guideline: &'e str,
     },
 }
 
@@ -103,7 +104,7 @@ pub struct SessionTracker {
     /// The session's group, from its first search.
     pub holdout: Option<bool>,
     searches: usize,
-    last: HashMap<String, HashSet<String>>,
+    last: HashMap<String, Vec<String>>,
     presentations: Vec<Presentation>,
     /// Path → presentations (indices) of guidelines that matched it when presented.
     waiting: HashMap<String, Vec<usize>>,
@@ -114,14 +115,12 @@ pub struct SessionTracker {
 
 impl SessionTracker {
     /// Feeds one event; `out` receives what changed.
-    pub fn feed(&mut self, event: &Event, out: &mut Vec<Delta>) {
+    pub fn feed<'e>(&mut self, event: &'e Event, out: &mut Vec<Delta<'e>>) {
         match event {
             Event::Block {
                 path, guideline, ..
             } => {
-                out.push(Delta::Blocked {
-                    guideline: guideline.clone(),
-                });
+                out.push(Delta::Blocked { guideline });
                 self.refused.insert((path.clone(), guideline.clone()));
             }
             Event::Search { at, holdout, files } => {
@@ -137,21 +136,21 @@ impl SessionTracker {
         }
     }
 
-    fn file(
+    fn file<'e>(
         &mut self,
-        f: &FileRecord,
+        f: &'e FileRecord,
         search: usize,
         day: i64,
         holdout: bool,
         this_search: &mut HashMap<String, usize>,
-        out: &mut Vec<Delta>,
+        out: &mut Vec<Delta<'e>>,
     ) {
-        let matched: HashSet<String> = f.matched.iter().cloned().collect();
+        let matches = |g: &str| f.matched.iter().any(|m| m == g);
         // Evidence for earlier presentations of this file.
         if let Some(waiting) = self.waiting.get(&f.path) {
             for &i in waiting {
                 let p = &mut self.presentations[i];
-                let next = if matched.contains(&p.guideline) {
+                let next = if matches(&p.guideline) {
                     Outcome::Repeated
                 } else if p.outcome == Outcome::NoEvidence {
                     Outcome::Followed
@@ -178,7 +177,7 @@ impl SessionTracker {
                 .cloned()
                 .collect();
             for key in done {
-                if !matched.contains(&key.1) {
+                if !matches(&key.1) {
                     out.push(Delta::Corrected {
                         guideline: key.1.clone(),
                     });
@@ -193,7 +192,7 @@ impl SessionTracker {
                 None => f.whole,
             };
             out.push(Delta::Fire {
-                guideline: g.clone(),
+                guideline: g,
                 written,
             });
             match self.triggers.get_mut(g) {
@@ -211,9 +210,7 @@ impl SessionTracker {
             }
         }
         for g in &f.allowed {
-            out.push(Delta::Allowed {
-                guideline: g.clone(),
-            });
+            out.push(Delta::Allowed { guideline: g });
         }
         for g in &f.presented {
             // One presentation per (session, guideline): a search presenting a guideline for
@@ -228,7 +225,7 @@ impl SessionTracker {
                         outcome: Outcome::NoEvidence,
                     });
                     out.push(Delta::Presented {
-                        guideline: g.clone(),
+                        guideline: g,
                         holdout,
                     });
                     let i = self.presentations.len() - 1;
@@ -238,7 +235,12 @@ impl SessionTracker {
             };
             self.waiting.entry(f.path.clone()).or_default().push(i);
         }
-        self.last.insert(f.path.clone(), matched);
+        match self.last.get_mut(&f.path) {
+            Some(last) => last.clone_from(&f.matched),
+            None => {
+                self.last.insert(f.path.clone(), f.matched.clone());
+            }
+        }
     }
 }
 
@@ -432,6 +434,14 @@ struct Totals {
     held_sessions: (u64, u64),
 }
 
+/// The totals of guideline `g`, created empty the first time (no allocation after that).
+fn totals_of<'t>(totals: &'t mut BTreeMap<String, Totals>, g: &str) -> &'t mut Totals {
+    if !totals.contains_key(g) {
+        totals.insert(g.to_owned(), Totals::default());
+    }
+    totals.get_mut(g).expect("just inserted")
+}
+
 /// Builds the report from sessions fed one at a time ([`Aggregate::session`]).
 #[derive(Default)]
 pub struct Aggregate {
@@ -439,14 +449,13 @@ pub struct Aggregate {
     days: BTreeMap<i64, DayRow>,
     sessions: u64,
     holdout_sessions: u64,
-    deltas: Vec<Delta>,
 }
 
 impl Aggregate {
     /// Adds one session, its events in the order recorded.
     pub fn session<'e>(&mut self, events: impl IntoIterator<Item = &'e Event>) {
         let mut tracker = SessionTracker::default();
-        let mut deltas = std::mem::take(&mut self.deltas);
+        let mut deltas = Vec::new();
         for e in events {
             deltas.clear();
             tracker.feed(e, &mut deltas);
@@ -456,26 +465,25 @@ impl Aggregate {
             for d in &deltas {
                 match d {
                     Delta::Fire { guideline, written } => {
-                        let t = self.totals.entry(guideline.clone()).or_default();
+                        let t = totals_of(&mut self.totals, guideline);
                         t.fires += 1;
                         t.written += u64::from(*written);
                         self.days.entry(day).or_default().fires += 1;
                     }
                     Delta::Blocked { guideline } => {
-                        self.totals.entry(guideline.clone()).or_default().blocks += 1
+                        totals_of(&mut self.totals, guideline).blocks += 1
                     }
                     Delta::Corrected { guideline } => {
-                        self.totals.entry(guideline.clone()).or_default().corrected += 1;
+                        totals_of(&mut self.totals, guideline).corrected += 1;
                         self.days.entry(day).or_default().corrected += 1;
                     }
                     Delta::Allowed { guideline } => {
-                        self.totals.entry(guideline.clone()).or_default().allowances += 1
+                        totals_of(&mut self.totals, guideline).allowances += 1
                     }
                     Delta::Presented { .. } | Delta::Became { .. } => {}
                 }
             }
         }
-        self.deltas = deltas;
         let Some(holdout) = tracker.holdout else {
             if !tracker.refused.is_empty() {
                 self.sessions += 1;
@@ -585,11 +593,11 @@ pub const LIVE_SESSIONS: usize = 512;
 pub struct Live {
     sessions: HashMap<String, (u64, SessionTracker)>,
     tick: u64,
-    /// Guideline id → its label value (itself for the first [`LABELED_GUIDELINES`]).
+    /// Guideline id → whether it has a label value of its own (the first
+    /// [`LABELED_GUIDELINES`] do).
     labels: HashMap<String, bool>,
-    deltas: Vec<Delta>,
-    /// (label, counter) → count; counter is one of [`LIVE_COUNTERS`].
-    pub counts: BTreeMap<(String, &'static str), u64>,
+    /// Label value → one count per [`LIVE_COUNTERS`] entry.
+    counts: HashMap<String, [u64; LIVE_COUNTERS.len()]>,
 }
 
 /// The live counters' names, as rendered after `guidebook_guideline_`.
@@ -616,25 +624,56 @@ impl std::fmt::Debug for Live {
 impl Live {
     /// The label value of `id`: itself while fewer than [`LABELED_GUIDELINES`] ids have one,
     /// `other` after.
-    fn label(&mut self, id: &str) -> String {
-        if let Some(&own) = self.labels.get(id) {
-            return if own { id.to_owned() } else { "other".into() };
-        }
-        let own = self.labels.values().filter(|v| **v).count() < LABELED_GUIDELINES;
-        // Ids beyond the bound are remembered only while few; past that they are `other`.
-        if self.labels.len() < 4 * LABELED_GUIDELINES || own {
-            self.labels.insert(id.to_owned(), own);
-        }
+    fn label<'i>(&mut self, id: &'i str) -> &'i str {
+        let own = match self.labels.get(id) {
+            Some(&own) => own,
+            None => {
+                let own = self.labels.values().filter(|v| **v).count() < LABELED_GUIDELINES;
+                // Ids beyond the bound are remembered only while few; past that they are
+                // `other` without a look-up of their own.
+                if self.labels.len() < 4 * LABELED_GUIDELINES || own {
+                    self.labels.insert(id.to_owned(), own);
+                }
+                own
+            }
+        };
         if own {
-            id.to_owned()
+            id
         } else {
-            "other".into()
+            "other"
         }
     }
 
     fn count(&mut self, id: &str, counter: &'static str) {
+        let Some(i) = LIVE_COUNTERS.iter().position(|c| *c == counter) else {
+            return;
+        };
         let label = self.label(id);
-        *self.counts.entry((label, counter)).or_default() += 1;
+        match self.counts.get_mut(label) {
+            Some(c) => c[i] += 1,
+            None => {
+                let mut c = [0; LIVE_COUNTERS.len()];
+                c[i] = 1;
+                self.counts.insert(label.to_owned(), c);
+            }
+        }
+    }
+
+    /// Every non-zero count: (label, counter, count), by label and then counter.
+    pub fn counts(&self) -> Vec<(&str, &'static str, u64)> {
+        let mut out: Vec<(&str, &'static str, u64)> = self
+            .counts
+            .iter()
+            .flat_map(|(label, c)| {
+                LIVE_COUNTERS
+                    .iter()
+                    .zip(c)
+                    .filter(|(_, n)| **n > 0)
+                    .map(move |(name, n)| (label.as_str(), *name, *n))
+            })
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     /// Feeds one event of `session`.
@@ -651,13 +690,13 @@ impl Live {
                 self.sessions.remove(&k);
             }
         }
-        let entry = self
-            .sessions
-            .entry(session.to_owned())
-            .or_insert_with(|| (tick, SessionTracker::default()));
+        if !self.sessions.contains_key(session) {
+            self.sessions
+                .insert(session.to_owned(), (tick, SessionTracker::default()));
+        }
+        let entry = self.sessions.get_mut(session).expect("just inserted");
         entry.0 = tick;
-        let mut deltas = std::mem::take(&mut self.deltas);
-        deltas.clear();
+        let mut deltas = Vec::new();
         entry.1.feed(event, &mut deltas);
         for d in &deltas {
             match d {
@@ -691,7 +730,6 @@ impl Live {
                 Delta::Blocked { .. } | Delta::Allowed { .. } => {}
             }
         }
-        self.deltas = deltas;
     }
 }
 
@@ -1077,10 +1115,14 @@ mod tests {
             );
             live.feed(&format!("s{i}"), &search(T0, vec![file("/a.kt", &[], &[])]));
         }
-        let labels: HashSet<&str> = live.counts.keys().map(|(l, _)| l.as_str()).collect();
+        let counts = live.counts();
+        let labels: HashSet<&str> = counts.iter().map(|(l, _, _)| *l).collect();
         assert_eq!(labels.len(), LABELED_GUIDELINES + 1);
-        assert_eq!(live.counts[&("other".to_string(), "fires")], 20);
-        assert_eq!(live.counts[&("g000".to_string(), "followed_shown")], 1);
+        assert!(counts.contains(&("other", "fires", 20)), "{counts:?}");
+        assert!(
+            counts.contains(&("g000", "followed_shown", 1)),
+            "{counts:?}"
+        );
         for i in 0..(2 * LIVE_SESSIONS) {
             live.feed(&format!("t{i}"), &search(T0, vec![file("/a.kt", &[], &[])]));
         }

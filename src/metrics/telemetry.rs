@@ -313,7 +313,14 @@ type Family = (
 impl Telemetry {
     /// The per-guideline adherence families: at most `LABELED_GUIDELINES` ids and `other`.
     fn render_adherence(&self, out: &mut String, family: &dyn Fn(&mut String, &str, &str, &str)) {
-        let live = self.adherence.lock().unwrap_or_else(|e| e.into_inner());
+        let counts: Vec<(String, &str, u64)> = self
+            .adherence
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .counts()
+            .into_iter()
+            .map(|(l, c, n)| (l.to_owned(), c, n))
+            .collect();
         let families: [Family; 5] = [
             (
                 "guidebook_guideline_fires",
@@ -353,7 +360,7 @@ impl Telemetry {
         ];
         for (name, help, counters) in families {
             family(out, name, "counter", help);
-            for ((label, counter), n) in &live.counts {
+            for (label, counter, n) in &counts {
                 let Some((_, group)) = counters.iter().find(|(c, _)| c == counter) else {
                     continue;
                 };
