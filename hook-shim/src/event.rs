@@ -16,6 +16,12 @@ pub enum Host {
     ClaudeCode,
     /// Gemini CLI: `BeforeTool` / `AfterTool`, its own tool names, and its own output shapes.
     GeminiCli,
+    /// GitHub Copilot CLI: camelCase events with no event name in them, its own tool names
+    /// (`create`, `edit`, `apply_patch`, `bash`), and top-level output keys.
+    CopilotCli,
+    /// OpenCode: the event our plugin builds from `tool.execute.before|after`, its own tool
+    /// names (`write`, `edit`, `apply_patch`, `bash`), and our plugin's output shapes.
+    OpenCode,
 }
 
 /// The hook event's name, for the events the hook acts on.
@@ -156,8 +162,24 @@ pub const GEMINI_EDIT_TOOLS: [&str; 2] = ["write_file", "replace"];
 /// Gemini CLI's shell tool: `tool_input.command`, run in `tool_input.dir_path`.
 pub const GEMINI_SHELL_TOOL: &str = "run_shell_command";
 
+/// GitHub Copilot CLI's file-editing tools: `create` (`path`, `file_text`) and `edit` (`path`,
+/// `old_str`, `new_str`).
+pub const COPILOT_EDIT_TOOLS: [&str; 2] = ["create", "edit"];
+/// GitHub Copilot CLI's shell tool: `toolArgs.command`.
+pub const COPILOT_SHELL_TOOL: &str = "bash";
+/// OpenCode's file-editing tools: `write` (`filePath`, `content`) and `edit` (`filePath`,
+/// `oldString`, `newString`, `replaceAll`).
+pub const OPENCODE_EDIT_TOOLS: [&str; 2] = ["write", "edit"];
+/// OpenCode's shell tool: `command`, run in `workdir`.
+pub const OPENCODE_SHELL_TOOL: &str = "bash";
+
 /// The host readers, tried in order; the first that recognises the event reads it.
-pub const READERS: [fn(&Value) -> Option<HookEvent>; 2] = [read_gemini, read_codex_or_claude];
+pub const READERS: [fn(&Value) -> Option<HookEvent>; 4] = [
+    read_opencode,
+    read_copilot,
+    read_gemini,
+    read_codex_or_claude,
+];
 
 impl EventName {
     /// Whether the event reports a tool call that has run (successfully or not).
@@ -272,6 +294,244 @@ fn gemini_text(content: &Value) -> Option<String> {
             (!texts.is_empty()).then(|| texts.join("\n"))
         }
         _ => None,
+    }
+}
+
+/// GitHub Copilot CLI (1.0.x) with hooks configured under camelCase event names:
+/// `{sessionId, timestamp, cwd, toolName, toolArgs, toolResult?, error?}` for tool events and
+/// `{sessionId, timestamp, cwd, source, initialPrompt}` for `sessionStart`, with no event name
+/// in either. Recognised by `sessionId` beside neither `session_id` nor `hook_event_name`; the
+/// event is told by what it carries: `toolResult` → `PostToolUse`, `error` →
+/// `PostToolUseFailure`, a tool alone → `PreToolUse`, `source` → `SessionStart`.
+fn read_copilot(event: &Value) -> Option<HookEvent> {
+    if event.get("session_id").is_some() || event.get("hook_event_name").is_some() {
+        return None;
+    }
+    let session_id = str_field(event, "sessionId").filter(|s| !s.is_empty())?;
+    let tool_name = str_field(event, "toolName");
+    let name = match tool_name {
+        Some(_) if event.get("toolResult").is_some() => EventName::PostToolUse,
+        Some(_) if event.get("error").is_some() => EventName::PostToolUseFailure,
+        Some(_) => EventName::PreToolUse,
+        None => match str_field(event, "source") {
+            Some(source) => EventName::SessionStart(Some(source.to_owned())),
+            None => EventName::Other(String::new()),
+        },
+    };
+    let tool = tool_name.map(|tool| copilot_tool(tool, &name, event));
+    Some(HookEvent {
+        host: Host::CopilotCli,
+        name,
+        session_id: session_id.to_owned(),
+        cwd: str_field(event, "cwd").map(str::to_owned),
+        tool,
+    })
+}
+
+/// One Copilot CLI tool call: `create` and `edit` name their file in `toolArgs.path`, `bash`
+/// its command in `toolArgs.command`, and `apply_patch` (offered to `gpt-5` models) takes the
+/// patch text as `toolArgs` itself. `toolResult.textResultForLlm` is what the model reads; a
+/// shell command that exits non-zero is still a `success` whose text ends in
+/// `<shellId: N completed with exit code N>`.
+fn copilot_tool(tool: &str, name: &EventName, event: &Value) -> ToolCall {
+    let args = event.get("toolArgs");
+    let result = event.get("toolResult");
+    let failed = *name == EventName::PostToolUseFailure
+        || result
+            .and_then(|r| str_field(r, "resultType"))
+            .is_some_and(|t| t != "success");
+    let input = if COPILOT_EDIT_TOOLS.contains(&tool) {
+        ToolInput::EditFile(args.and_then(|a| str_field(a, "path")).map(str::to_owned))
+    } else if tool == COPILOT_SHELL_TOOL {
+        ToolInput::Shell {
+            command: shell_command(args),
+            workdir: None,
+        }
+    } else if tool == PATCH_TOOL {
+        ToolInput::Patch(patch_texts(args))
+    } else {
+        ToolInput::Other
+    };
+    let text = result
+        .and_then(|r| str_field(r, "textResultForLlm"))
+        .or_else(|| str_field(event, "error"));
+    let output = text.map(|text| match tool {
+        COPILOT_SHELL_TOOL => copilot_shell_output(text).to_owned(),
+        PATCH_TOOL if !failed => copilot_patch_summary(text),
+        _ => text.to_owned(),
+    });
+    let request = args.and_then(|args| match tool {
+        "create" => Some(EditRequest::Write(str_field(args, "file_text")?.to_owned())),
+        // `new_str` is optional in the tool's schema: left out, the text is deleted.
+        "edit" => Some(EditRequest::Replace(vec![Replacement {
+            old: str_field(args, "old_str")?.to_owned(),
+            new: str_field(args, "new_str").unwrap_or("").to_owned(),
+            all: false,
+        }])),
+        _ => None,
+    });
+    // No diff in the event: `create` wrote a new file (it refuses an existing one), `edit`
+    // replaced exactly one occurrence (it refuses a text found twice).
+    let edit = COPILOT_EDIT_TOOLS.contains(&tool).then(|| match &request {
+        _ if failed => EditReport::Nothing,
+        Some(EditRequest::Write(content)) => EditReport::WholeFile {
+            content: Some(content.clone()),
+        },
+        Some(EditRequest::Replace(replacements)) => EditReport::Replace {
+            old: replacements[0].old.clone(),
+            new: replacements[0].new.clone(),
+            all: false,
+            original: None,
+        },
+        None => EditReport::Unknown,
+    });
+    ToolCall {
+        name: tool.to_owned(),
+        input,
+        output,
+        edit,
+        request,
+    }
+}
+
+/// What Copilot CLI's `bash` printed, without the `<shellId: N completed with exit code N>`
+/// line it ends the text with.
+fn copilot_shell_output(text: &str) -> &str {
+    let trimmed = text.trim_end();
+    let (before, last) = trimmed.rsplit_once('\n').unwrap_or(("", trimmed));
+    if last.starts_with("<shellId: ") && last.ends_with('>') {
+        before
+    } else {
+        text
+    }
+}
+
+/// Copilot CLI's `apply_patch` result (`Added N file(s): A, B` / `Modified N file(s): …` /
+/// `Deleted …` lines) as Codex's `Success. Updated the following files:` summary, which says
+/// which files the patch was applied to; any other text is kept as it is.
+fn copilot_patch_summary(text: &str) -> String {
+    let mut summary = Vec::new();
+    for line in text.lines() {
+        let (mark, rest) = if let Some(rest) = line.strip_prefix("Added ") {
+            ("A", rest)
+        } else if let Some(rest) = line.strip_prefix("Modified ") {
+            ("M", rest)
+        } else if let Some(rest) = line.strip_prefix("Deleted ") {
+            ("D", rest)
+        } else {
+            continue;
+        };
+        let Some((_, paths)) = rest.split_once(" file(s): ") else {
+            continue;
+        };
+        summary.extend(
+            paths
+                .split(", ")
+                .filter(|p| !p.trim().is_empty())
+                .map(|p| format!("{mark} {}", p.trim())),
+        );
+    }
+    if summary.is_empty() {
+        return text.to_owned();
+    }
+    format!(
+        "Success. Updated the following files:\n{}\n",
+        summary.join("\n")
+    )
+}
+
+/// OpenCode (1.18.x), through the plugin `guidebook hooks install --opencode` writes, which
+/// builds the event from its `tool.execute.before|after` hooks and `session.compacted` event:
+/// `{"hook_event_name", "session_id", "cwd", "tool_name", "tool_input": ARGS, "tool_response":
+/// {"output", "metadata"}}`. Tools: `write` (`filePath`, `content`), `edit` (`filePath`,
+/// `oldString`, `newString`, `replaceAll`; its result's `metadata.filediff.patch` is a jsdiff
+/// unified diff of the file), `apply_patch` (`patchText`; its output Codex's summary), `bash`
+/// (`command`, `workdir`; its output the command's, the exit code in `metadata.exit`).
+fn read_opencode(event: &Value) -> Option<HookEvent> {
+    let name = match str_field(event, "hook_event_name")? {
+        "tool.execute.before" => EventName::PreToolUse,
+        "tool.execute.after" => EventName::PostToolUse,
+        "session.compacted" => EventName::PostCompact,
+        _ => return None,
+    };
+    let session_id = str_field(event, "session_id").filter(|s| !s.is_empty())?;
+    let tool = str_field(event, "tool_name").map(|tool| {
+        let args = event.get("tool_input");
+        let response = event.get("tool_response");
+        let input = if OPENCODE_EDIT_TOOLS.contains(&tool) {
+            ToolInput::EditFile(
+                args.and_then(|a| str_field(a, "filePath"))
+                    .map(str::to_owned),
+            )
+        } else if tool == OPENCODE_SHELL_TOOL {
+            ToolInput::Shell {
+                command: shell_command(args),
+                workdir: args
+                    .and_then(|a| str_field(a, "workdir"))
+                    .map(str::to_owned),
+            }
+        } else if tool == PATCH_TOOL {
+            let patch = args.and_then(|a| str_field(a, "patchText"));
+            ToolInput::Patch(patch.map(str::to_owned).into_iter().collect())
+        } else {
+            ToolInput::Other
+        };
+        let request = args.and_then(|args| match tool {
+            "write" => Some(EditRequest::Write(str_field(args, "content")?.to_owned())),
+            "edit" => Some(EditRequest::Replace(vec![Replacement {
+                old: str_field(args, "oldString")?.to_owned(),
+                new: str_field(args, "newString")?.to_owned(),
+                all: args.get("replaceAll") == Some(&Value::Bool(true)),
+            }])),
+            _ => None,
+        });
+        let edit = OPENCODE_EDIT_TOOLS
+            .contains(&tool)
+            .then(|| opencode_edit(request.as_ref(), response));
+        ToolCall {
+            name: tool.to_owned(),
+            input,
+            output: response
+                .and_then(|r| str_field(r, "output"))
+                .map(str::to_owned),
+            edit,
+            request,
+        }
+    });
+    Some(HookEvent {
+        host: Host::OpenCode,
+        name,
+        session_id: session_id.to_owned(),
+        cwd: str_field(event, "cwd").map(str::to_owned),
+        tool,
+    })
+}
+
+/// What an OpenCode `write` or `edit` wrote: an `edit`'s lines from its result's
+/// `metadata.filediff.patch`; a `write` the whole file (its result has no diff); an `edit`
+/// without a diff that reads, its `newString` found in the file.
+fn opencode_edit(request: Option<&EditRequest>, response: Option<&Value>) -> EditReport {
+    let diff = response
+        .and_then(|r| r.get("metadata"))
+        .and_then(|m| m.get("filediff"))
+        .and_then(|f| str_field(f, "patch"));
+    match request {
+        Some(EditRequest::Write(content)) => EditReport::WholeFile {
+            content: Some(content.clone()),
+        },
+        Some(EditRequest::Replace(replacements)) => {
+            if let Some(lines) = diff.and_then(unified_diff_lines) {
+                return EditReport::Lines(lines);
+            }
+            let replacement = &replacements[0];
+            EditReport::Replace {
+                old: replacement.old.clone(),
+                new: replacement.new.clone(),
+                all: replacement.all,
+                original: None,
+            }
+        }
+        None => EditReport::Unknown,
     }
 }
 
@@ -698,6 +958,132 @@ mod tests {
         .unwrap();
         assert_eq!(start.name, EventName::SessionStart(Some("clear".into())));
         assert!(start.tool.is_none());
+    }
+
+    /// Copilot CLI 1.0.102's camelCase payloads, as a real run logged them: no event name, so
+    /// the event is told by what it carries.
+    #[test]
+    fn reads_copilot_cli_events_by_what_they_carry() {
+        let pre = HookEvent::read(&json!({"sessionId": "c7", "timestamp": 1, "cwd": "/w",
+            "toolName": "create", "toolArgs": {"path": "/w/App.kt", "file_text": "a\nb\n"}}))
+        .unwrap();
+        assert_eq!(
+            (pre.host, &pre.name),
+            (Host::CopilotCli, &EventName::PreToolUse)
+        );
+        let tool = pre.tool.unwrap();
+        assert_eq!(tool.input, ToolInput::EditFile(Some("/w/App.kt".into())));
+        assert_eq!(tool.request, Some(EditRequest::Write("a\nb\n".into())));
+
+        let post = HookEvent::read(&json!({"sessionId": "c7", "cwd": "/w", "toolName": "edit",
+            "toolArgs": {"path": "/w/App.kt", "old_str": "a\n"},
+            "toolResult": {"resultType": "success", "textResultForLlm": "File /w/App.kt updated with changes."}}))
+        .unwrap();
+        assert_eq!(post.name, EventName::PostToolUse);
+        assert_eq!(
+            post.tool.unwrap().edit,
+            Some(EditReport::Replace {
+                old: "a\n".into(),
+                new: String::new(),
+                all: false,
+                original: None
+            })
+        );
+
+        let bash = HookEvent::read(&json!({"sessionId": "c7", "cwd": "/w", "toolName": "bash",
+            "toolArgs": {"command": "ruff check .", "description": "lint"},
+            "toolResult": {"resultType": "success",
+                "textResultForLlm": "F401 unused\n<shellId: 0 completed with exit code 1>"}}))
+        .unwrap();
+        let tool = bash.tool.unwrap();
+        assert_eq!(tool.output.as_deref(), Some("F401 unused"));
+        assert!(matches!(
+            tool.input,
+            ToolInput::Shell {
+                command: Some(_),
+                ..
+            }
+        ));
+
+        let failed = HookEvent::read(&json!({"sessionId": "c7", "cwd": "/w", "toolName": "edit",
+            "toolArgs": {"path": "/w/A.kt", "old_str": "x", "new_str": "y"}, "error": "ENOENT"}))
+        .unwrap();
+        assert_eq!(failed.name, EventName::PostToolUseFailure);
+        assert_eq!(failed.tool.unwrap().edit, Some(EditReport::Nothing));
+
+        let patch = HookEvent::read(&json!({"sessionId": "c7", "cwd": "/w", "toolName": "apply_patch",
+            "toolArgs": "*** Begin Patch\n*** Add File: B.kt\n+x\n*** End Patch\n",
+            "toolResult": {"resultType": "success",
+                "textResultForLlm": "Added 1 file(s): /w/B.kt\nModified 2 file(s): /w/A.kt, /w/C.kt"}}))
+        .unwrap();
+        let tool = patch.tool.unwrap();
+        assert_eq!(
+            tool.input,
+            ToolInput::Patch(vec![
+                "*** Begin Patch\n*** Add File: B.kt\n+x\n*** End Patch\n".into()
+            ])
+        );
+        assert_eq!(
+            tool.output.as_deref(),
+            Some("Success. Updated the following files:\nA /w/B.kt\nM /w/A.kt\nM /w/C.kt\n")
+        );
+
+        let start = HookEvent::read(&json!({"sessionId": "c7", "cwd": "/w", "source": "new",
+            "initialPrompt": "hi"}))
+        .unwrap();
+        assert_eq!(start.name, EventName::SessionStart(Some("new".into())));
+        // Claude Code's shape is not taken for Copilot's.
+        let claude = HookEvent::read(&json!({"session_id": "s", "sessionId": "x",
+            "hook_event_name": "PostToolUse"}))
+        .unwrap();
+        assert_eq!(claude.host, Host::ClaudeCode);
+    }
+
+    /// The events our OpenCode plugin builds from OpenCode 1.18.33's hook arguments.
+    #[test]
+    fn reads_the_events_of_our_opencode_plugin() {
+        let write = HookEvent::read(&json!({"hook_event_name": "tool.execute.after",
+            "session_id": "ses_1", "cwd": "/w", "tool_name": "write",
+            "tool_input": {"filePath": "/w/App.kt", "content": "a\n"},
+            "tool_response": {"output": "Wrote file successfully.", "metadata": {"exists": false}}}))
+        .unwrap();
+        assert_eq!(
+            (write.host, &write.name),
+            (Host::OpenCode, &EventName::PostToolUse)
+        );
+        let tool = write.tool.unwrap();
+        assert_eq!(tool.input, ToolInput::EditFile(Some("/w/App.kt".into())));
+        assert_eq!(
+            tool.edit,
+            Some(EditReport::WholeFile {
+                content: Some("a\n".into())
+            })
+        );
+
+        let patch = "Index: /w/App.kt\n===================================================================\n--- /w/App.kt\n+++ /w/App.kt\n@@ -1,3 +1,3 @@\n fun main() {\n-    x\n+    y\n }\n";
+        let edit = HookEvent::read(&json!({"hook_event_name": "tool.execute.after",
+            "session_id": "ses_1", "cwd": "/w", "tool_name": "edit",
+            "tool_input": {"filePath": "/w/App.kt", "oldString": "    x\n", "newString": "    y\n"},
+            "tool_response": {"output": "Edit applied successfully.",
+                "metadata": {"filediff": {"file": "/w/App.kt", "patch": patch}}}}))
+        .unwrap();
+        assert_eq!(
+            edit.tool.unwrap().edit,
+            Some(EditReport::Lines(vec![[2, 2]]))
+        );
+
+        let before = HookEvent::read(&json!({"hook_event_name": "tool.execute.before",
+            "session_id": "ses_1", "cwd": "/w", "tool_name": "bash",
+            "tool_input": {"command": "ruff check .", "workdir": "api"}}))
+        .unwrap();
+        assert_eq!(before.name, EventName::PreToolUse);
+        assert_eq!(before.command_dir().as_deref(), Some("/w/api"));
+
+        let compacted = HookEvent::read(&json!({"hook_event_name": "session.compacted",
+            "session_id": "ses_1", "cwd": "/w"}))
+        .unwrap();
+        assert_eq!(compacted.name, EventName::PostCompact);
+        assert!(HookEvent::read(&json!({"hook_event_name": "tool.execute.after"})).is_none());
     }
 
     #[test]

@@ -28,7 +28,8 @@ const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 const MAX_STDIN_BYTES: u64 = 16 << 20;
 
 const HELP: &str = "\
-guidebook-hook: reads one Codex, Claude Code or Gemini CLI hook event on stdin, asks the Adaptive
+guidebook-hook: reads one Codex, Claude Code, Gemini CLI, GitHub Copilot CLI or OpenCode (through
+the plugin `guidebook hooks install --opencode` writes) hook event on stdin, asks the Adaptive
 Guidebook sidecar which guidelines apply, and prints at most one line of hook output JSON. Always
 exits 0.
 

@@ -57,6 +57,9 @@ impl Shape {
 /// - warning → the after-tool `additionalContext` of the search (if any) with the warning as
 ///   one more line;
 /// - nothing → what the search alone would print.
+///
+/// GitHub Copilot CLI and OpenCode take shapes of their own: see `render_copilot` and
+/// `render_opencode`.
 pub fn render_hook(
     shape: Shape,
     action: &Action,
@@ -67,6 +70,11 @@ pub fn render_hook(
         (Action::Search { .. } | Action::EndShell(_), Some(result)) => search_text(result),
         _ => None,
     };
+    match shape.host {
+        Host::CopilotCli => return render_copilot(guidelines, verdict),
+        Host::OpenCode => return render_opencode(guidelines, verdict),
+        Host::Codex | Host::ClaudeCode | Host::GeminiCli => {}
+    }
     match verdict {
         // Claude Code (2.1.328) ignores `continue` after a failed tool: the model is told
         // instead, in the context it reads next.
@@ -96,6 +104,57 @@ pub fn render_hook(
             },
         )),
         BreakerVerdict::Nothing => guidelines.map(|text| after_tool_context(shape, &text)),
+    }
+}
+
+/// GitHub Copilot CLI (1.0.102) reads top-level keys only, and drops Claude Code's
+/// `hookSpecificOutput` without a word:
+///
+/// - deny → exactly `{"permissionDecision":"deny","permissionDecisionReason":REASON}`;
+/// - guidelines, a warning → exactly `{"additionalContext":TEXT}`, which it appends to the
+///   tool's result for the model;
+/// - halt → `{"additionalContext":REASON}`: it ignores `continue` after a tool, so the model
+///   is told instead, and every later edit is denied before it runs.
+fn render_copilot(guidelines: Option<String>, verdict: &BreakerVerdict) -> Option<String> {
+    let context = |text: &str| format!(r#"{{"additionalContext":{}}}"#, Value::from(text));
+    match verdict {
+        BreakerVerdict::Deny(reason) => Some(format!(
+            r#"{{"permissionDecision":"deny","permissionDecisionReason":{}}}"#,
+            Value::from(reason.as_str())
+        )),
+        BreakerVerdict::Halt(reason) => Some(context(reason)),
+        BreakerVerdict::Warning(line) => Some(context(&match guidelines {
+            Some(text) => format!("{text}\n\n{line}"),
+            None => line.clone(),
+        })),
+        BreakerVerdict::Nothing => guidelines.map(|text| context(&text)),
+    }
+}
+
+/// OpenCode, through our plugin (the contract between the shim and the plugin it installs):
+///
+/// - deny → exactly `{"decision":"deny","reason":REASON}`: the plugin throws REASON from
+///   `tool.execute.before`, and the model reads it as the tool's result;
+/// - guidelines, a warning → exactly `{"additionalContext":TEXT}`: the plugin appends TEXT to
+///   the tool's output in `tool.execute.after`;
+/// - halt → exactly `{"continue":false,"stopReason":REASON}`: the plugin appends REASON to the
+///   tool's output (OpenCode has no `continue`), and every later edit is denied.
+fn render_opencode(guidelines: Option<String>, verdict: &BreakerVerdict) -> Option<String> {
+    let context = |text: &str| format!(r#"{{"additionalContext":{}}}"#, Value::from(text));
+    match verdict {
+        BreakerVerdict::Deny(reason) => Some(format!(
+            r#"{{"decision":"deny","reason":{}}}"#,
+            Value::from(reason.as_str())
+        )),
+        BreakerVerdict::Halt(reason) => Some(format!(
+            r#"{{"continue":false,"stopReason":{}}}"#,
+            Value::from(reason.as_str())
+        )),
+        BreakerVerdict::Warning(line) => Some(context(&match guidelines {
+            Some(text) => format!("{text}\n\n{line}"),
+            None => line.clone(),
+        })),
+        BreakerVerdict::Nothing => guidelines.map(|text| context(&text)),
     }
 }
 
@@ -268,6 +327,59 @@ mod tests {
             )
             .unwrap(),
             r#"{"continue":false,"stopReason":"R"}"#
+        );
+    }
+
+    #[test]
+    fn copilot_and_opencode_get_their_own_shapes() {
+        let search = Action::Search {
+            session_id: "s".into(),
+            filepaths: vec!["/a".into()],
+            written: Default::default(),
+        };
+        let result = json!([{"id": "g", "content": "C\n"}]);
+        let text = Value::from(format!("{CONTEXT_HEADER}\n\n[g]\nC"));
+        for host in [Host::CopilotCli, Host::OpenCode] {
+            let shape = Shape::host(host);
+            assert_eq!(
+                render_hook(shape, &search, Some(&result), &BreakerVerdict::Nothing).unwrap(),
+                format!(r#"{{"additionalContext":{text}}}"#)
+            );
+            assert_eq!(
+                render_hook(shape, &Action::Nothing, None, &BreakerVerdict::Nothing),
+                None
+            );
+            assert_eq!(nothing(host), None);
+        }
+        let copilot = Shape::host(Host::CopilotCli);
+        let open = Shape::host(Host::OpenCode);
+        let deny = BreakerVerdict::Deny("R".into());
+        let halt = BreakerVerdict::Halt("H".into());
+        assert_eq!(
+            render_hook(copilot, &Action::Nothing, None, &deny).unwrap(),
+            r#"{"permissionDecision":"deny","permissionDecisionReason":"R"}"#
+        );
+        assert_eq!(
+            render_hook(copilot, &Action::Nothing, None, &halt).unwrap(),
+            r#"{"additionalContext":"H"}"#
+        );
+        assert_eq!(
+            render_hook(open, &Action::Nothing, None, &deny).unwrap(),
+            r#"{"decision":"deny","reason":"R"}"#
+        );
+        assert_eq!(
+            render_hook(open, &Action::Nothing, None, &halt).unwrap(),
+            r#"{"continue":false,"stopReason":"H"}"#
+        );
+        assert_eq!(
+            render_hook(
+                open,
+                &Action::Nothing,
+                None,
+                &BreakerVerdict::Warning("W".into())
+            )
+            .unwrap(),
+            r#"{"additionalContext":"W"}"#
         );
     }
 
