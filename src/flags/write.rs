@@ -14,6 +14,22 @@ use std::time::{Duration, Instant};
 /// Missing parent directories are created 0700.
 pub fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let target = resolve_symlink(path)?;
+    let mode = fs::metadata(&target)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644);
+    write_atomically(&target, bytes, mode, true)
+}
+
+/// Writes `bytes` to a new temporary file beside `target` (mode `mode`, never through a link),
+/// syncs it and renames it over `target`, so a reader sees the old file or the new one, whole.
+/// Missing parent directories are created 0700; with `clean`, temporaries a killed writer left
+/// are removed first (the caller holds the file's write lock).
+pub(crate) fn write_atomically(
+    target: &Path,
+    bytes: &[u8],
+    mode: u32,
+    clean: bool,
+) -> io::Result<()> {
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -26,10 +42,9 @@ pub fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("file");
-    remove_stale_temporaries(&dir, name);
-    let mode = fs::metadata(&target)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o644);
+    if clean {
+        remove_stale_temporaries(&dir, name);
+    }
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let tmp = dir.join(format!(
         ".{name}.{}.{}.tmp",
@@ -41,11 +56,12 @@ pub fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
             .write(true)
             .create_new(true)
             .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
-        fs::rename(&tmp, &target)?;
+        fs::rename(&tmp, target)?;
         File::open(&dir)?.sync_all()
     })();
     if result.is_err() {
