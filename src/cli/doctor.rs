@@ -92,6 +92,7 @@ pub fn run(settings: Result<Settings, ConfigError>) -> ExitCode {
             checks.push(agent_hooks(Host::Codex, "codex hooks"));
             checks.push(agent_hooks(Host::Claude, "claude hooks"));
             checks.push(agent_hooks(Host::Gemini, "gemini hooks"));
+            checks.extend(copilot_and_opencode());
             checks.push(hook_budget(
                 std::env::var("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS").ok(),
             ));
@@ -452,6 +453,58 @@ fn agent_hooks(host: Host, name: &'static str) -> Check {
             fix,
         )
     }
+}
+
+/// GitHub Copilot CLI's hooks (as [`agent_hooks`] checks the others': a command of ours that
+/// is gone makes Copilot CLI deny every edit and shell call) and our OpenCode plugin, each
+/// checked when that agent is used here: its home (`~/.copilot`, `$COPILOT_HOME`), its config
+/// directory (`~/.config/opencode`) or our file in it exists.
+fn copilot_and_opencode() -> Vec<Check> {
+    let mut checks = Vec::new();
+    let used = |file: &Path, levels: usize| {
+        file.exists() || file.ancestors().nth(levels).is_some_and(Path::is_dir)
+    };
+    if hooks::config_file(Host::Copilot, None).is_ok_and(|f| used(&f, 2)) {
+        checks.push(agent_hooks(Host::Copilot, "copilot hooks"));
+    }
+    if hooks::config_file(Host::OpenCode, None).is_ok_and(|f| used(&f, 2)) {
+        checks.push(opencode_plugin());
+    }
+    checks
+}
+
+/// Our OpenCode plugin in the user's OpenCode config, and the command it runs there to run.
+fn opencode_plugin() -> Check {
+    const NAME: &str = "opencode plugin";
+    let fix = format!("guidebook hooks install {}", Host::OpenCode.flag());
+    let path = match hooks::config_file(Host::OpenCode, None) {
+        Ok(path) => path,
+        Err(e) => return Check::warn(NAME, e.to_string(), fix),
+    };
+    let text = match hooks::read_config(&path) {
+        Ok(text) => text,
+        Err(e) => return Check::fail(NAME, e.to_string(), format!("make it readable, then {fix}")),
+    };
+    let shown = path.display();
+    if text.is_empty() {
+        return Check::warn(NAME, format!("none at {shown}"), fix);
+    }
+    let Some(command) = hooks::opencode::command_of(&text) else {
+        return Check::warn(
+            NAME,
+            format!("{shown} is not the plugin guidebook writes"),
+            format!("move it away, then {fix}"),
+        );
+    };
+    let program = Path::new(hook_config::program(&command));
+    if program.is_absolute() && !program.is_file() {
+        return Check::fail(
+            NAME,
+            format!("{shown} runs {}, which does not exist", program.display()),
+            fix,
+        );
+    }
+    Check::ok(NAME, format!("{shown} runs {command}"))
 }
 
 /// The guidebook validates, as `guidebook check` would say.

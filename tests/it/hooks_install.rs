@@ -970,3 +970,187 @@ fn planted_future_backups_never_prune_the_one_just_written() {
     }
     assert_eq!(backups_of(&settings).len(), 6);
 }
+
+/// GitHub Copilot CLI: our own file in its `hooks/` directory (`$COPILOT_HOME`, else
+/// `~/.copilot`), camelCase events, the same groups; again changes nothing; uninstall removes
+/// the file, which held nothing else; `--mcp` is refused.
+#[test]
+fn copilot_hooks_are_a_file_of_ours_in_its_hooks_directory() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join(".copilot/hooks/guidebook.json");
+    let install = [
+        "hooks",
+        "install",
+        "--copilot",
+        "--hook-command",
+        "/opt/bin/guidebook-hook",
+    ];
+    let out = guidebook(home.path(), &install);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&file).unwrap();
+    let value: Value = serde_json::from_str(&written).unwrap();
+    for event in ["preToolUse", "postToolUse"] {
+        assert_eq!(
+            value["hooks"][event],
+            serde_json::json!([{"matcher": "^(create|edit|apply_patch|bash)$",
+                "hooks": [{"type": "command", "command": "/opt/bin/guidebook-hook", "timeout": 5}]}]),
+            "{written}"
+        );
+    }
+    assert_eq!(value["hooks"].as_object().unwrap().len(), 2, "{written}");
+    let again = guidebook(home.path(), &install);
+    assert!(
+        text(&again.stdout).contains("up to date"),
+        "{}",
+        text(&again.stdout)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
+
+    let mcp = guidebook(home.path(), &["hooks", "install", "--copilot", "--mcp"]);
+    assert!(!mcp.status.success());
+    assert!(
+        text(&mcp.stderr).contains("GitHub Copilot CLI"),
+        "{}",
+        text(&mcp.stderr)
+    );
+
+    let out = guidebook(home.path(), &["hooks", "uninstall", "--copilot"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!file.exists(), "{}", text(&out.stdout));
+    assert_eq!(backups_of(&file).len(), 1, "the removed file is backed up");
+
+    // A user's own handler in our file stays, and keeps the file.
+    std::fs::write(
+        &file,
+        r#"{"version": 1, "hooks": {"sessionEnd": [{"type": "command", "bash": "echo bye"}]}}"#,
+    )
+    .unwrap();
+    assert!(guidebook(home.path(), &install).status.success());
+    assert!(guidebook(home.path(), &["hooks", "uninstall", "--copilot"])
+        .status
+        .success());
+    let left: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        left,
+        serde_json::json!({"version": 1, "hooks": {"sessionEnd": [{"type": "command", "bash": "echo bye"}]}})
+    );
+}
+
+/// A repository's `.github/hooks/guidebook.json`: Copilot CLI runs it only in a trusted folder,
+/// so the install says how; with `--trust` it adds the project to `trustedFolders` in Copilot's
+/// own `config.json`, keeping what Copilot wrote there (comments included), once.
+#[test]
+fn copilot_project_hooks_say_how_to_trust_the_folder_and_trust_it_when_asked() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("shop");
+    std::fs::create_dir_all(&project).unwrap();
+    let project = project.canonicalize().unwrap();
+    let dir = project.display().to_string();
+    let install = |extra: &[&str]| {
+        let mut args = vec!["hooks", "install", "--copilot", "--project", &dir];
+        args.extend(["--hook-command", "guidebook-hook"]);
+        args.extend(extra);
+        guidebook(home.path(), &args)
+    };
+    let out = install(&[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(project.join(".github/hooks/guidebook.json").is_file());
+    let said = text(&out.stdout);
+    assert!(said.contains("only in a folder it trusts"), "{said}");
+    assert!(said.contains("--trust"), "{said}");
+    let config = home.path().join(".copilot/config.json");
+    assert!(!config.exists());
+
+    let managed = "// User settings belong in settings.json.\n// This file is managed automatically.\n{\n  \"firstLaunchAt\": \"2026-12-06T04:00:00.000Z\"\n}\n";
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, managed).unwrap();
+    let out = install(&["--trust"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let trusted = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        trusted.starts_with("// User settings belong in settings.json.\n"),
+        "{trusted}"
+    );
+    assert!(
+        trusted.contains("\"firstLaunchAt\": \"2026-12-06T04:00:00.000Z\""),
+        "{trusted}"
+    );
+    assert!(
+        trusted.contains(&format!(
+            "\"trustedFolders\": [\n    {}\n  ]",
+            Value::from(dir.as_str())
+        )),
+        "{trusted}"
+    );
+    assert!(install(&["--trust"]).status.success());
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), trusted, "once");
+}
+
+/// OpenCode: our plugin, a file wholly ours in its `plugin/` directory, with the command baked
+/// in; again the same; someone else's file of that name is refused and never removed;
+/// uninstall removes ours.
+#[test]
+fn the_opencode_plugin_is_written_whole_and_removed_whole() {
+    let home = tempfile::tempdir().unwrap();
+    let plugin = home
+        .path()
+        .join(".config/opencode/plugin/adaptive-guidebook.js");
+    let install = [
+        "hooks",
+        "install",
+        "--opencode",
+        "--hook-command",
+        "/opt/bin/guidebook-hook",
+    ];
+    let out = guidebook(home.path(), &install);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&plugin).unwrap();
+    assert!(
+        written.starts_with("// adaptive-guidebook: written by"),
+        "{written}"
+    );
+    assert!(
+        written.contains("const COMMAND = \"/opt/bin/guidebook-hook\";"),
+        "{written}"
+    );
+    assert!(text(&guidebook(home.path(), &install).stdout).contains("up to date"));
+
+    let project = home.path().join("shop");
+    std::fs::create_dir_all(&project).unwrap();
+    let out = guidebook(
+        home.path(),
+        &[
+            "hooks",
+            "install",
+            "--opencode",
+            "--project",
+            project.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(project
+        .join(".opencode/plugin/adaptive-guidebook.js")
+        .is_file());
+
+    let out = guidebook(home.path(), &["hooks", "uninstall", "--opencode"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!plugin.exists());
+
+    let theirs = "export const Mine = async () => ({});\n";
+    std::fs::write(&plugin, theirs).unwrap();
+    let out = guidebook(home.path(), &install);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("leaves it alone"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = guidebook(home.path(), &["hooks", "uninstall", "--opencode"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("not our plugin"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(std::fs::read_to_string(&plugin).unwrap(), theirs);
+}

@@ -35,6 +35,8 @@ enum Ours {
     /// Our matcher on a group whose other keys are the user's.
     Matcher(&'static str),
     Server(McpServer),
+    /// A string of ours in an array of the user's (a folder in Copilot CLI's `trustedFolders`).
+    Text(String),
 }
 
 impl Serialize for Ours {
@@ -44,6 +46,7 @@ impl Serialize for Ours {
             Ours::HooksOf(group) => group.hooks().serialize(s),
             Ours::Matcher(matcher) => s.serialize_str(matcher),
             Ours::Server(server) => server.serialize(s),
+            Ours::Text(text) => s.serialize_str(text),
         }
     }
 }
@@ -63,7 +66,7 @@ impl Host {
     pub fn dialect(self) -> Dialect {
         match self {
             Host::Gemini => Dialect::Jsonc,
-            Host::Codex | Host::Claude => Dialect::Json,
+            Host::Codex | Host::Claude | Host::Copilot | Host::OpenCode => Dialect::Json,
         }
     }
 }
@@ -226,6 +229,29 @@ pub fn install_mcp_server(
             })))
         })?;
         Ok(Some(Node::Object(servers)))
+    })
+}
+
+/// `text` (Copilot CLI's `config.json`, JSON with comments that it manages itself) with
+/// `folder` in its `trustedFolders`, appended after the folders already there; unchanged when
+/// it is there already. Comments and every other member stay as written.
+pub fn trust_copilot_folder(text: &str, folder: &str) -> Result<String, EditError> {
+    let read = Readable::new(text, Dialect::Jsonc);
+    edit_document(text, &read, "trustedFolders", |folders| {
+        let items: Vec<&RawValue> = match folders {
+            Some(raw) => serde_json::from_str(raw.get())
+                .map_err(|_| EditError::Shape("`trustedFolders` is not an array".to_string()))?,
+            None => Vec::new(),
+        };
+        let present = items
+            .iter()
+            .any(|item| serde_json::from_str::<String>(item.get()).is_ok_and(|f| f == folder));
+        if present {
+            return Ok(None);
+        }
+        let mut nodes: Vec<Edited> = items.into_iter().map(Node::Raw).collect();
+        nodes.push(Node::Built(Ours::Text(folder.to_string())));
+        Ok(Some(Node::Array(nodes)))
     })
 }
 
@@ -1013,6 +1039,29 @@ mod tests {
             .to_string(),
             "`hooks.PostCompact` is not an array"
         );
+    }
+
+    #[test]
+    fn a_copilot_folder_is_trusted_once_and_the_managed_file_keeps_its_comments() {
+        let config = "// User settings belong in settings.json.\n// This file is managed automatically.\n{\n  \"firstLaunchAt\": \"2026-12-06T04:00:00.000Z\",\n  \"trustedFolders\": [\"/home/u/old\"]\n}\n";
+        let out = trust_copilot_folder(config, "/home/u/p q").unwrap();
+        assert!(
+            out.starts_with("// User settings belong in settings.json.\n"),
+            "{out}"
+        );
+        let value = strict_value(&out, Dialect::Jsonc).unwrap();
+        assert_eq!(
+            value["trustedFolders"],
+            serde_json::json!(["/home/u/old", "/home/u/p q"])
+        );
+        assert_eq!(value["firstLaunchAt"], "2026-12-06T04:00:00.000Z");
+        assert_eq!(trust_copilot_folder(&out, "/home/u/p q").unwrap(), out);
+        let fresh = trust_copilot_folder("", "/p").unwrap();
+        assert_eq!(
+            strict_value(&fresh, Dialect::Jsonc).unwrap(),
+            serde_json::json!({"trustedFolders": ["/p"]})
+        );
+        assert!(trust_copilot_folder("{\"trustedFolders\": {}}", "/p").is_err());
     }
 
     #[test]

@@ -265,6 +265,36 @@ pub fn write(
     Ok(backup)
 }
 
+/// Removes a file that is wholly ours (our OpenCode plugin, a Copilot CLI hooks file left with
+/// no hooks), after a backup of `before` beside it; in a project, only when no link leads to it.
+pub fn remove(located: &Located, before: &Snapshot) -> Result<Option<PathBuf>, FileError> {
+    let path = &located.real;
+    if let Some(root) = &located.project {
+        check_no_links_below(root, path)?;
+    }
+    let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let backup = match before.mode {
+        Some(_) => Some(backup(&dir, &name, &before.text)?),
+        None => return Ok(None),
+    };
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(FileError::io("removing", path, e)),
+    }
+    prune_backups(
+        &dir,
+        &name,
+        backup.as_deref(),
+        &backup_stamp(std::time::SystemTime::now()),
+    );
+    Ok(backup)
+}
+
 /// A new file in `dir` named by `name(n)` for the first n = 0, 1, … that is free, created with
 /// `O_CREAT|O_EXCL|O_NOFOLLOW` and mode 0600: never an existing file, never through a link.
 fn create_new_numbered(

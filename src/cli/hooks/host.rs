@@ -24,6 +24,11 @@ pub enum Host {
     Claude,
     /// Gemini CLI: `BeforeTool` / `AfterTool` on its own tool names; command hooks only.
     Gemini,
+    /// GitHub Copilot CLI: `preToolUse` / `postToolUse` (camelCase) in a hooks file of its own;
+    /// command hooks only.
+    Copilot,
+    /// OpenCode: no hook settings, a plugin of ours (`opencode`) that runs the command.
+    OpenCode,
 }
 
 impl Host {
@@ -32,15 +37,18 @@ impl Host {
             Host::Codex => "Codex",
             Host::Claude => "Claude Code",
             Host::Gemini => "Gemini CLI",
+            Host::Copilot => "GitHub Copilot CLI",
+            Host::OpenCode => "OpenCode",
         }
     }
 
     /// How long the host waits for one hook, in the unit its settings use: seconds for Codex
-    /// and Claude Code, milliseconds for Gemini CLI. The shim itself gives up after 2 s.
+    /// and Claude Code and Copilot CLI, milliseconds for Gemini CLI and our OpenCode plugin.
+    /// The shim itself gives up after 2 s.
     pub fn hook_timeout(self) -> u32 {
         match self {
-            Host::Codex | Host::Claude => TIMEOUT_SECONDS,
-            Host::Gemini => TIMEOUT_SECONDS * 1000,
+            Host::Codex | Host::Claude | Host::Copilot => TIMEOUT_SECONDS,
+            Host::Gemini | Host::OpenCode => TIMEOUT_SECONDS * 1000,
         }
     }
 
@@ -50,6 +58,8 @@ impl Host {
             Host::Codex => "--codex",
             Host::Claude => "--claude",
             Host::Gemini => "--gemini",
+            Host::Copilot => "--copilot",
+            Host::OpenCode => "--opencode",
         }
     }
 
@@ -91,6 +101,16 @@ impl Host {
                 ),
                 ("SessionStart", None),
             ],
+            // Copilot CLI (1.0.102): camelCase events, whose payloads the shim reads; the
+            // matcher must match the whole tool name. `apply_patch` replaces `create`/`edit`
+            // for `gpt-5` models. A failing shell command is a `postToolUse` too, and its
+            // `sessionStart` sources (`new`, `resume`, `startup`) never mean a reset.
+            Host::Copilot => &[
+                ("preToolUse", Some("^(create|edit|apply_patch|bash)$")),
+                ("postToolUse", Some("^(create|edit|apply_patch|bash)$")),
+            ],
+            // OpenCode has no hook settings: our plugin picks its tools (`opencode`).
+            Host::OpenCode => &[],
         }
     }
 
@@ -131,8 +151,8 @@ impl Host {
                 ("PostToolUseFailure", &[(Some("Bash"), CLAUDE_BASH_FAILURE)]),
                 ("SessionStart", &[(Some("compact|clear"), SESSION_START)]),
             ],
-            // Gemini CLI runs command hooks only.
-            Host::Gemini => &[],
+            // Gemini CLI and Copilot CLI run command hooks only; OpenCode, a plugin.
+            Host::Gemini | Host::Copilot | Host::OpenCode => &[],
         }
     }
 

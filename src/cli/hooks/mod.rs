@@ -1,11 +1,12 @@
 //! `guidebook hooks install|uninstall`: our hook entries in (or out of) the agents' settings.
 //!
-//! `--codex|--claude|--gemini [--mcp] [--trust] [--project DIR] [--print]`: Codex's
-//! `hooks.json`, Claude Code's and Gemini CLI's `settings.json`; with `--mcp`, `mcp_tool` hooks
+//! `--codex|--claude|--gemini|--copilot|--opencode [--mcp] [--trust] [--project DIR]
+//! [--print]`: Codex's `hooks.json`, Claude Code's and Gemini CLI's `settings.json`, GitHub
+//! Copilot CLI's `hooks/guidebook.json`, our OpenCode plugin ([`opencode`]); with `--mcp`, `mcp_tool` hooks
 //! and our MCP server in Codex's `config.toml` or Claude Code's `~/.claude.json` / `.mcp.json`;
 //! with `--trust`, Codex's trust records for exactly the handlers this run wrote, in the user's
 //! `config.toml`. Reads: those files, the environment (`HOME`, `CODEX_HOME`,
-//! `CLAUDE_CONFIG_DIR`, `GEMINI_CLI_HOME`, `PATH`). Writes: those files, atomically, each
+//! `CLAUDE_CONFIG_DIR`, `GEMINI_CLI_HOME`, `COPILOT_HOME`, `XDG_CONFIG_HOME`, `PATH`). Writes: those files, atomically, each
 //! after a new timestamped backup beside it (the last five kept).
 //!
 //! One run is one transaction as far as files allow: every file is read, checked and edited
@@ -35,8 +36,10 @@ mod edit;
 mod files;
 mod host;
 mod json_tree;
+pub mod opencode;
 
 pub use codex_toml::{install_codex_mcp_server, TableOwner};
+use edit::trust_copilot_folder;
 pub use edit::{install_mcp_server, installed};
 use edit::{install_placed, uninstall_from, Placed};
 use files::{FileError, Located, Scope, Snapshot};
@@ -59,7 +62,9 @@ pub enum HooksCommand {
         #[arg(long)]
         mcp: bool,
         /// Codex: also write Codex's trust records for exactly these hooks into its config.toml,
-        /// so that it runs them without a review in /hooks (either wiring).
+        /// so that it runs them without a review in /hooks (either wiring). Copilot CLI with
+        /// --project: also add DIR to trustedFolders in its config.json, so that it runs the
+        /// repository's hooks in prompt mode (-p).
         #[arg(long)]
         trust: bool,
     },
@@ -72,7 +77,7 @@ pub enum HooksCommand {
 
 /// Which files to edit, and whether to only show the result.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("host").required(true).multiple(true).args(["codex", "claude", "gemini"])))]
+#[command(group(ArgGroup::new("host").required(true).multiple(true).args(["codex", "claude", "gemini", "copilot", "opencode"])))]
 pub struct Target {
     /// Codex: ~/.codex/hooks.json ($CODEX_HOME/hooks.json), or DIR/.codex/hooks.json
     #[arg(long)]
@@ -85,6 +90,15 @@ pub struct Target {
     /// DIR/.gemini/settings.json (command hooks only: no --mcp)
     #[arg(long)]
     gemini: bool,
+    /// GitHub Copilot CLI: ~/.copilot/hooks/guidebook.json ($COPILOT_HOME/hooks/), or
+    /// DIR/.github/hooks/guidebook.json (command hooks only: no --mcp)
+    #[arg(long)]
+    copilot: bool,
+    /// OpenCode: our plugin ~/.config/opencode/plugin/adaptive-guidebook.js
+    /// ($XDG_CONFIG_HOME/opencode/plugin/), or DIR/.opencode/plugin/adaptive-guidebook.js
+    /// (no --mcp)
+    #[arg(long)]
+    opencode: bool,
     /// Configure the project in DIR instead of the user's own settings.
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
@@ -105,12 +119,18 @@ impl Target {
         if self.gemini {
             hosts.push(Host::Gemini);
         }
+        if self.copilot {
+            hosts.push(Host::Copilot);
+        }
+        if self.opencode {
+            hosts.push(Host::OpenCode);
+        }
         hosts
     }
 }
 
 pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
-    let (target, wiring, trust_codex) = match command {
+    let (target, wiring, trust_asked) = match command {
         HooksCommand::Install {
             target,
             hook_command,
@@ -130,8 +150,12 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     if target.print && hosts.len() > 1 {
         return Err(UsageError::PrintOneFile.into());
     }
-    if wiring == Some(Wiring::Mcp) && hosts.contains(&Host::Gemini) {
-        return Err(UsageError::NoMcpHooks(Host::Gemini.name()).into());
+    if wiring == Some(Wiring::Mcp) {
+        for host in [Host::Gemini, Host::Copilot, Host::OpenCode] {
+            if hosts.contains(&host) {
+                return Err(UsageError::NoMcpHooks(host.name()).into());
+            }
+        }
     }
     let project = target.project.as_deref().map(project_dir).transpose()?;
     let scope = match &project {
@@ -143,6 +167,29 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     for host in hosts {
         let path = config_file(host, project.as_deref())?;
         let hooks = plan.open(host, &path, &scope)?;
+        if host == Host::OpenCode {
+            match &wiring {
+                Some(Wiring::Command(command)) => {
+                    plan.edit(hooks, "plugin written to", |text| {
+                        opencode::install(text, command, host.hook_timeout()).map(|t| (t, ()))
+                    })?;
+                }
+                Some(Wiring::Mcp) => unreachable!("refused above"),
+                None => {
+                    if !plan.original(hooks).is_empty() && !opencode::is_ours(plan.original(hooks))
+                    {
+                        plan.note(format!(
+                            "OpenCode: {} is not our plugin: left alone",
+                            path.display()
+                        ));
+                    }
+                    plan.edit(hooks, "plugin removed:", |text| {
+                        Ok((opencode::uninstall(text), ()))
+                    })?;
+                }
+            }
+            continue;
+        }
         let Some(wiring) = &wiring else {
             // Our handlers' trust records go with them.
             let untrust_keys: Vec<String> = match host {
@@ -179,7 +226,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
                 kept.ours
             ));
         }
-        if host == Host::Codex && trust_codex {
+        if host == Host::Codex && trust_asked {
             let ours = codex_trust::records(&path, &installed.placed);
             // Records this install moved our handlers away from.
             let stale: Vec<String> = codex_trust::our_handlers(&path, &before)
@@ -198,6 +245,23 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
                     .to_string(),
             );
         }
+        if let (Host::Copilot, Some(dir)) = (host, &project) {
+            let folder = dir.display().to_string();
+            if trust_asked {
+                let config = plan.open(host, &copilot_config_file()?, &Scope::User)?;
+                plan.edit(config, "project folder trusted in", |text| {
+                    trust_copilot_folder(text, &folder).map(|t| (t, ()))
+                })?;
+            } else if !target.print {
+                plan.note(format!(
+                    "GitHub Copilot CLI runs a repository's hooks only in a folder it trusts: \
+                     answer its folder-trust question when it starts in {folder}, run it there \
+                     with --trust-folder, or run `guidebook hooks install --copilot --project \
+                     {folder} --trust` (adds it to trustedFolders in {})",
+                    copilot_config_file()?.display()
+                ));
+            }
+        }
         if *wiring == Wiring::Mcp {
             let server_path = mcp_server_file(host, project.as_deref())?;
             let command = mcp_server_command()?;
@@ -212,7 +276,9 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
             plan.edit(server, "MCP server `guidebook` set in", |original| {
                 match host {
                     Host::Codex => install_codex_mcp_server(original, &command, &env, owner),
-                    Host::Claude | Host::Gemini => install_mcp_server(original, &command, &env),
+                    Host::Claude | Host::Gemini | Host::Copilot | Host::OpenCode => {
+                        install_mcp_server(original, &command, &env)
+                    }
                 }
                 .map(|t| (t, ()))
             })?;
@@ -406,6 +472,24 @@ impl Plan {
             );
             return Ok(());
         }
+        if wholly_ours_and_empty(file.host, &file.text) {
+            let backup = files::remove(&file.located, &file.before).map_err(|e| CliError::Io {
+                doing: format!(
+                    "removing {} (written before it: {})",
+                    named.display(),
+                    shown(written)
+                ),
+                source: io::Error::other(e),
+            })?;
+            written.push(named.clone());
+            for verb in &file.verbs {
+                println!("{name}: {verb} {}", named.display());
+            }
+            if let Some(backup) = backup {
+                println!("  previous version: {}", backup.display());
+            }
+            return Ok(());
+        }
         let backup =
             files::write(&file.located, &file.text, &file.before).map_err(|e| CliError::Io {
                 doing: format!(
@@ -429,6 +513,25 @@ impl Plan {
     }
 }
 
+/// Whether `text` is a file of ours with nothing of ours left in it, removed rather than
+/// written: our OpenCode plugin uninstalled (empty), or Copilot CLI's hooks file of ours (a file
+/// only we write, in a directory of hooks files) with no hook left and no other key.
+fn wholly_ours_and_empty(host: Host, text: &str) -> bool {
+    match host {
+        Host::OpenCode => text.is_empty(),
+        Host::Copilot => serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| {
+            v.as_object().is_some_and(|top| {
+                top.iter().all(|(key, value)| match key.as_str() {
+                    "hooks" => value.as_object().is_some_and(|h| h.is_empty()),
+                    "version" => true,
+                    _ => false,
+                })
+            })
+        }),
+        Host::Codex | Host::Claude | Host::Gemini => false,
+    }
+}
+
 fn shown(paths: &[PathBuf]) -> String {
     if paths.is_empty() {
         return "none".into();
@@ -446,8 +549,10 @@ fn shown(paths: &[PathBuf]) -> String {
 pub fn mcp_server_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliError> {
     match (host, project) {
         (Host::Codex, _) => Ok(config_file(host, project)?.with_file_name("config.toml")),
-        (Host::Claude | Host::Gemini, Some(project)) => Ok(project.join(".mcp.json")),
-        (Host::Claude | Host::Gemini, None) => {
+        (Host::Claude | Host::Gemini | Host::Copilot | Host::OpenCode, Some(project)) => {
+            Ok(project.join(".mcp.json"))
+        }
+        (Host::Claude | Host::Gemini | Host::Copilot | Host::OpenCode, None) => {
             if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
                 return Ok(PathBuf::from(dir).join(".claude.json"));
             }
@@ -486,6 +591,29 @@ pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliErr
         Host::Codex => (".codex", "hooks.json", "CODEX_HOME"),
         Host::Claude => (".claude", "settings.json", "CLAUDE_CONFIG_DIR"),
         Host::Gemini => (".gemini", "settings.json", ""),
+        // Copilot CLI reads every `*.json` in `hooks/` of its home (`$COPILOT_HOME`, else
+        // `~/.copilot`), and a repository's `.github/hooks/`: one file there is ours.
+        Host::Copilot => match project {
+            Some(project) => return Ok(project.join(".github/hooks").join(COPILOT_HOOKS_FILE)),
+            None => (".copilot", "hooks/guidebook.json", "COPILOT_HOME"),
+        },
+        // OpenCode loads every `*.js` in `plugin/` of its config directory
+        // (`$XDG_CONFIG_HOME/opencode`, else `~/.config/opencode`) and a project's `.opencode`.
+        Host::OpenCode => {
+            let dir = match project {
+                Some(project) => project.join(".opencode"),
+                None => match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+                    Some(config) => PathBuf::from(config).join("opencode"),
+                    None => {
+                        let home = std::env::var_os("HOME")
+                            .filter(|v| !v.is_empty())
+                            .ok_or(UsageError::NoHomeForHooks)?;
+                        PathBuf::from(home).join(".config/opencode")
+                    }
+                },
+            };
+            return Ok(dir.join("plugin").join(opencode::FILE_NAME));
+        }
     };
     if let Some(project) = project {
         return Ok(project.join(dir_name).join(file_name));
@@ -513,6 +641,20 @@ pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliErr
         .ok_or(UsageError::NoHomeForHooks)?;
     Ok(PathBuf::from(home).join(dir_name).join(file_name))
 }
+
+/// Copilot CLI's own `config.json` (`$COPILOT_HOME/config.json`, else `~/.copilot/config.json`),
+/// where it keeps the folders it trusts.
+pub fn copilot_config_file() -> Result<PathBuf, CliError> {
+    let hooks = config_file(Host::Copilot, None)?;
+    let home = hooks
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("/"));
+    Ok(home.join("config.json"))
+}
+
+/// Our hooks file's name in Copilot CLI's `hooks/` directories.
+const COPILOT_HOOKS_FILE: &str = "guidebook.json";
 
 /// Codex's own `config.toml` (`$CODEX_HOME/config.toml`, else `~/.codex/config.toml`), where
 /// its hook trust records live whichever hooks file they are for.
