@@ -30,7 +30,7 @@ ADHERENCE_BENCH_DB="$work/report.db" ADHERENCE_BENCH_SESSIONS="$sessions" \
   cargo test --release --test it -- --ignored --exact adherence::generate_sessions_for_the_report_bench \
   >"$work/generate.log" 2>&1 || { cat "$work/generate.log"; exit 1; }
 rows=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from adherence_event').fetchone()[0])" "$work/report.db")
-echo "database: $(du -h "$work/report.db" | cut -f1), $rows adherence rows"
+echo "database: $(du -h "$work/report.db" | cut -f1), $rows adherence rows (one per search or refusal)"
 runs=${ADHERENCE_BENCH_REPORT_RUNS:-5}
 for mode in html json; do
   times=()

@@ -42,149 +42,115 @@ pub enum AdherenceEvent {
 const SEARCH: i64 = 0;
 const BLOCK: i64 = 1;
 
-fn join(ids: &[String]) -> String {
-    ids.join("\n")
-}
+/// A searched file as stored: (path, whole, matched, presented, allowed).
+type StoredFile<'a> = (&'a str, bool, &'a [String], &'a [String], &'a [String]);
+type ReadFile = (String, bool, Vec<String>, Vec<String>, Vec<String>);
 
-fn split(text: String) -> Vec<String> {
-    if text.is_empty() {
-        Vec::new()
-    } else {
-        text.split('\n').map(str::to_owned).collect()
-    }
-}
-
-/// Writes one session's event inside the caller's transaction.
+/// Writes one session's event inside the caller's transaction: one row per event (a search's
+/// files as one JSON array), so that a search costs the table and its index one entry each.
 pub(super) fn write(
     tx: &rusqlite::Transaction<'_>,
     session_id: &str,
     event: &AdherenceEvent,
 ) -> rusqlite::Result<()> {
     let mut insert = tx.prepare_cached(
-        "INSERT INTO adherence_event
-         (at, session_id, search, kind, holdout, path, matched, presented, allowed, whole)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO adherence_event (at, session_id, kind, holdout, data)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
+    let json = |e: serde_json::Error| rusqlite::Error::ToSqlConversionFailure(Box::new(e));
     match event {
         AdherenceEvent::Search { at, holdout, files } => {
-            let mut first: Option<i64> = None;
-            for f in files {
-                insert.execute(params![
-                    at,
-                    session_id,
-                    first,
-                    SEARCH,
-                    holdout,
-                    f.path,
-                    join(&f.matched),
-                    join(&f.presented),
-                    join(&f.allowed),
-                    f.whole
-                ])?;
-                first.get_or_insert_with(|| tx.last_insert_rowid());
-            }
+            let stored: Vec<StoredFile<'_>> = files
+                .iter()
+                .map(|f| {
+                    (
+                        f.path.as_str(),
+                        f.whole,
+                        f.matched.as_slice(),
+                        f.presented.as_slice(),
+                        f.allowed.as_slice(),
+                    )
+                })
+                .collect();
+            let data = serde_json::to_string(&stored).map_err(json)?;
+            insert.execute(params![at, session_id, SEARCH, holdout, data])?;
         }
         AdherenceEvent::Block {
             at,
             path,
             guideline,
         } => {
-            insert.execute(params![
-                at,
-                session_id,
-                Option::<i64>::None,
-                BLOCK,
-                false,
-                path,
-                guideline,
-                "",
-                "",
-                false
-            ])?;
+            let data = serde_json::to_string(&(path, guideline)).map_err(json)?;
+            insert.execute(params![at, session_id, BLOCK, false, data])?;
         }
     }
     Ok(())
 }
 
 /// Reads the events recorded at or after `since`, session by session (each session's events
-/// in the order recorded), handing each session to `each`.
+/// in the order recorded), handing each session to `each`. A row that does not parse is
+/// skipped.
 pub fn each_session(
     db: &Database,
     since: Epoch,
     mut each: impl FnMut(&str, &[AdherenceEvent]),
 ) -> Result<(), StoreError> {
     let conn = db.conn(None)?;
+    let doing = "reading adherence records";
     let mut s = conn
         .prepare(
-            "SELECT session_id, COALESCE(search, id), kind, at, holdout, path, matched,
-                    presented, allowed, whole
-             FROM adherence_event WHERE at >= ?1 ORDER BY session_id, id",
+            "SELECT session_id, kind, at, holdout, data FROM adherence_event
+             WHERE at >= ?1 ORDER BY session_id, id",
         )
-        .map_err(StoreError::sql("reading adherence records"))?;
-    let mut rows = s
-        .query([since])
-        .map_err(StoreError::sql("reading adherence records"))?;
+        .map_err(StoreError::sql(doing))?;
+    let mut rows = s.query([since]).map_err(StoreError::sql(doing))?;
     let mut session = String::new();
     let mut events: Vec<AdherenceEvent> = Vec::new();
-    let mut search_of_last: Option<i64> = None;
-    while let Some(r) = rows
-        .next()
-        .map_err(StoreError::sql("reading adherence records"))?
-    {
+    while let Some(r) = rows.next().map_err(StoreError::sql(doing))? {
         let read = || -> rusqlite::Result<_> {
             Ok((
                 r.get_ref(0)?.as_str()?.to_owned(),
                 r.get::<_, i64>(1)?,
                 r.get::<_, i64>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, bool>(4)?,
-                r.get::<_, String>(5)?,
-                r.get::<_, String>(6)?,
-                r.get::<_, String>(7)?,
-                r.get::<_, String>(8)?,
-                r.get::<_, bool>(9)?,
+                r.get::<_, bool>(3)?,
+                r.get_ref(4)?.as_bytes()?.to_vec(),
             ))
         };
-        let (sid, search, kind, at, holdout, path, matched, presented, allowed, whole) = read()
-            .map_err(|e| StoreError::Sql {
-                doing: "reading adherence records",
-                source: e,
-            })?;
+        let (sid, kind, at, holdout, data) = read().map_err(StoreError::sql(doing))?;
         if sid != session {
             if !events.is_empty() {
                 each(&session, &events);
                 events.clear();
             }
             session = sid;
-            search_of_last = None;
         }
-        if kind == BLOCK {
-            events.push(AdherenceEvent::Block {
-                at,
-                path,
-                guideline: matched,
-            });
-            search_of_last = None;
-            continue;
-        }
-        let file = FileRecord {
-            path,
-            matched: split(matched),
-            presented: split(presented),
-            allowed: split(allowed),
-            whole,
+        let event = if kind == BLOCK {
+            serde_json::from_slice::<(String, String)>(&data)
+                .ok()
+                .map(|(path, guideline)| AdherenceEvent::Block {
+                    at,
+                    path,
+                    guideline,
+                })
+        } else {
+            serde_json::from_slice::<Vec<ReadFile>>(&data)
+                .ok()
+                .map(|files| AdherenceEvent::Search {
+                    at,
+                    holdout,
+                    files: files
+                        .into_iter()
+                        .map(|(path, whole, matched, presented, allowed)| FileRecord {
+                            path,
+                            matched,
+                            presented,
+                            allowed,
+                            whole,
+                        })
+                        .collect(),
+                })
         };
-        match events.last_mut() {
-            Some(AdherenceEvent::Search { files, .. }) if search_of_last == Some(search) => {
-                files.push(file)
-            }
-            _ => events.push(AdherenceEvent::Search {
-                at,
-                holdout,
-                files: vec![file],
-            }),
-        }
-        search_of_last = Some(search);
+        events.extend(event);
     }
     if !events.is_empty() {
         each(&session, &events);
@@ -192,20 +158,16 @@ pub fn each_session(
     Ok(())
 }
 
-/// The schema (one migration).
+/// The schema (one migration): one row per search or refusal; `data` is the search's files,
+/// `[[path, whole, [matched], [presented], [allowed]], …]`, or the refusal's `[path, id]`.
 pub(super) const MIGRATION: &str = "
     CREATE TABLE IF NOT EXISTS adherence_event (
         id INTEGER PRIMARY KEY,
         at INTEGER NOT NULL,
         session_id TEXT NOT NULL,
-        search INTEGER,
         kind INTEGER NOT NULL,
         holdout INTEGER NOT NULL,
-        path TEXT NOT NULL,
-        matched TEXT NOT NULL,
-        presented TEXT NOT NULL,
-        allowed TEXT NOT NULL,
-        whole INTEGER NOT NULL
+        data TEXT NOT NULL
     );
     CREATE INDEX IF NOT EXISTS adherence_event_session ON adherence_event (session_id, id);";
 
