@@ -1,5 +1,5 @@
 //! The real agents' runs, shared by their tests (`claude_real`, `codex_real`, `gemini_real`,
-//! `shell_writes_real`): each agent's model API mocked on a [`MockServer`] in its own streaming
+//! `copilot_real`, `opencode_real`, `shell_writes_real`): each agent's model API mocked on a [`MockServer`] in its own streaming
 //! wire format, the settings each agent's scratch user needs, and each agent launched against
 //! its mock with our hooks finding a given socket.
 
@@ -356,4 +356,221 @@ pub fn gemini_with_budget(
         .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
         .env("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", budget_ms);
     run_bounded(cmd, b"", "gemini -p")
+}
+
+/// GitHub Copilot CLI and OpenCode, pinned like the other agents (`crate::agents`): moving to a
+/// newer release is one line each.
+pub const COPILOT_CLI: (&str, &str, &str) = ("@github/copilot", "1.0.102", "copilot");
+pub const OPENCODE: (&str, &str, &str) = ("opencode-ai", "1.18.33", "opencode");
+
+/// The OpenAI chat-completions API as Copilot CLI and OpenCode stream it: each request that
+/// offers tools gets the next scripted function call, anything else (OpenCode's title request)
+/// a short text answer; every request is kept.
+pub struct MockChatCompletions {
+    server: MockServer,
+}
+
+impl MockChatCompletions {
+    pub fn start(script: Vec<(&'static str, Value)>) -> MockChatCompletions {
+        let script = Mutex::new(script.into_iter());
+        let server = MockServer::start(move |request, n| {
+            if request.method != "POST" || !request.path.ends_with("/chat/completions") {
+                return (
+                    200,
+                    "application/json",
+                    r#"{"object":"list","data":[]}"#.into(),
+                );
+            }
+            let call = offers_tools(&request.body)
+                .then(|| script.lock().unwrap().next())
+                .flatten();
+            let (delta, finish) = match call {
+                Some((name, args)) => (
+                    json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
+                        "id": format!("call_{n}"), "type": "function",
+                        "function": {"name": name, "arguments": args.to_string()}}]}),
+                    "tool_calls",
+                ),
+                None => (json!({"role": "assistant", "content": "Done."}), "stop"),
+            };
+            let chunk = |delta: Value, finish: Value| {
+                json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk",
+                    "created": 0, "model": "gpt-4.1",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+            };
+            let events = [chunk(delta, Value::Null), chunk(json!({}), json!(finish))]
+                .iter()
+                .map(|c| format!("data: {c}\n\n"))
+                .collect::<String>()
+                + "data: [DONE]\n\n";
+            (200, "text/event-stream", events)
+        });
+        MockChatCompletions { server }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.server.port
+    }
+
+    /// The agent's turns (requests that offered tools), in order.
+    pub fn turns(&self) -> Vec<Value> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/chat/completions"))
+            .map(|r| r.body)
+            .filter(offers_tools)
+            .collect()
+    }
+}
+
+/// The tool results one chat-completions request carries (`role: tool` messages), in order.
+pub fn tool_results(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// Where Copilot CLI unpacks itself (235 MB) on first run: one directory beside its install,
+/// shared by every test, and filled once, before any test runs it.
+fn copilot_cache() -> std::path::PathBuf {
+    let exe = npm_cli(COPILOT_CLI);
+    let cache = exe
+        .ancestors()
+        .nth(3)
+        .expect("target/agents/<name>/node_modules/.bin/copilot")
+        .join("cache");
+    static UNPACKED: std::sync::Once = std::sync::Once::new();
+    UNPACKED.call_once(|| {
+        let mut cmd = Command::new(&exe);
+        cmd.arg("--version")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &cache)
+            .env("COPILOT_HOME", cache.join("home"))
+            .env("XDG_CACHE_HOME", &cache)
+            .env("COPILOT_AUTO_UPDATE", "false");
+        let out = run_bounded(cmd, b"", "copilot --version");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    cache
+}
+
+/// `copilot -p PROMPT --allow-all` (tools and paths: its `bash` runs `ruff` from outside
+/// `work`) in `work` for `home`'s user (`COPILOT_HOME` is
+/// `home/.copilot`), offline (`COPILOT_OFFLINE`), its model (`gpt-4.1`: the `create`/`edit`
+/// tools) at `mock`, our hooks finding `socket`; `extra` arguments after.
+pub fn copilot(
+    home: &Path,
+    work: &Path,
+    mock: &MockChatCompletions,
+    socket: &Path,
+    prompt: &str,
+    extra: &[&str],
+) -> Output {
+    let cache = copilot_cache();
+    let mut cmd = Command::new(npm_cli(COPILOT_CLI));
+    cmd.args(["-p", prompt, "--allow-all"])
+        .args(extra)
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("COPILOT_HOME", home.join(".copilot"))
+        .env("XDG_CACHE_HOME", cache)
+        .env("COPILOT_OFFLINE", "true")
+        .env("COPILOT_AUTO_UPDATE", "false")
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", mock.port()),
+        )
+        .env("COPILOT_PROVIDER_API_KEY", "not-a-real-key")
+        .env("COPILOT_MODEL", "gpt-4.1")
+        .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+        .env(
+            "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+            PATIENT_HOOK_TIMEOUT_MS,
+        );
+    run_bounded(cmd, b"", "copilot -p")
+}
+
+/// A scratch OpenCode user whose model is `mock` (a custom OpenAI-compatible provider), in
+/// `home/.config/opencode/opencode.json`. Its config directory is seeded with what OpenCode's
+/// background `npm install` of `@opencode-ai/plugin` would leave, which offline costs a run
+/// about 75 s of retries.
+pub fn opencode_user(home: &Path, mock: &MockChatCompletions) {
+    let config = home.join(".config/opencode");
+    std::fs::create_dir_all(config.join("node_modules")).unwrap();
+    std::fs::write(
+        config.join("package-lock.json"),
+        json!({"lockfileVersion": 3, "packages": {"": {"dependencies":
+            {"@opencode-ai/plugin": OPENCODE.1}}}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        config.join("opencode.json"),
+        json!({"$schema": "https://opencode.ai/config.json",
+            "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+                "options": {"baseURL": format!("http://127.0.0.1:{}/v1", mock.port()),
+                    "apiKey": "not-a-real-key"},
+                "models": {"m1": {"name": "m1", "tool_call": true}}}},
+            "model": "mock/m1", "autoupdate": false, "share": "disabled"})
+        .to_string(),
+    )
+    .unwrap();
+}
+
+/// `opencode run PROMPT` in `work` for `home`'s user (every XDG directory under `home`), its
+/// model at `mock` (see [`opencode_user`], written again for this mock), our plugin's hooks
+/// finding `socket`; `extra` arguments before the prompt.
+pub fn opencode(
+    home: &Path,
+    work: &Path,
+    mock: &MockChatCompletions,
+    socket: &Path,
+    prompt: &str,
+    extra: &[&str],
+) -> Output {
+    opencode_user(home, mock);
+    let mut cmd = Command::new(npm_cli(OPENCODE));
+    cmd.arg("run")
+        .args(extra)
+        .arg(prompt)
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "true")
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "true")
+        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "true")
+        .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
+        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
+        .env(
+            "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
+            PATIENT_HOOK_TIMEOUT_MS,
+        );
+    run_bounded(cmd, b"", "opencode run")
 }
