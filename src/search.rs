@@ -85,6 +85,7 @@ pub fn search(
         .guidebook
         .loaded_snapshot(request.deadline)
         .ok_or(SearchError::DeadlineExceeded)?;
+    engine.note_searched(request.filepaths);
     let paths: Vec<&str> = request.filepaths.iter().map(String::as_str).collect();
     let mut matched = vec![false; snapshot.guidelines.len()];
     let evaluated = engine

@@ -91,6 +91,7 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
         crate::sources::team::spawn_refresher(settings.team_guidebooks.clone(), move |name| {
             tracing::info!(team = name, "team guidebook updated");
             engine.guidebook.reload();
+            engine.warm();
         })
     });
     {
@@ -323,6 +324,7 @@ fn reload_changed(engine: &Engine, watch: &Watch, keys: &[WatchKey]) {
         let started = Instant::now();
         engine.guidebook.reload();
         engine.prompts.reload();
+        engine.warm();
         tracing::debug!(
             ?keys,
             took_ms = crate::time::log_ms(started.elapsed()),
@@ -361,6 +363,7 @@ fn sources_changed(engine: &Engine, watch: &Watch, keys: &[WatchKey]) {
             repositories.reload(&root, &engine.guidebook);
         }
     }
+    engine.warm();
     let after = repositories.watch_set();
     for (dir, _) in before.difference(&after) {
         if !after.iter().any(|(d, _)| d == dir) {
