@@ -34,7 +34,7 @@ pub enum EventName {
     PostToolUseFailure,
     /// With its `source`: `startup`, `resume`, `compact` or `clear`.
     SessionStart(Option<String>),
-    /// Codex: the context was compacted.
+    /// Codex: the context was compacted; GitHub Copilot CLI's `preCompact`: it is about to be.
     PostCompact,
     Other(String),
 }
@@ -299,10 +299,12 @@ fn gemini_text(content: &Value) -> Option<String> {
 
 /// GitHub Copilot CLI (1.0.x) with hooks configured under camelCase event names:
 /// `{sessionId, timestamp, cwd, toolName, toolArgs, toolResult?, error?}` for tool events and
-/// `{sessionId, timestamp, cwd, source, initialPrompt}` for `sessionStart`, with no event name
-/// in either. Recognised by `sessionId` beside neither `session_id` nor `hook_event_name`; the
-/// event is told by what it carries: `toolResult` → `PostToolUse`, `error` →
-/// `PostToolUseFailure`, a tool alone → `PreToolUse`, `source` → `SessionStart`.
+/// `{sessionId, timestamp, cwd, source, initialPrompt}` for `sessionStart`, `{sessionId,
+/// timestamp, cwd, transcriptPath, trigger, customInstructions}` for `preCompact`, with no
+/// event name in any. Recognised by `sessionId` beside neither `session_id` nor
+/// `hook_event_name`; the event is told by what it carries: `toolResult` → `PostToolUse`,
+/// `error` → `PostToolUseFailure`, a tool alone → `PreToolUse`, `source` → `SessionStart`,
+/// `trigger` (`manual` for `/compact`, `auto`) → a compaction, read as `PostCompact`.
 fn read_copilot(event: &Value) -> Option<HookEvent> {
     if event.get("session_id").is_some() || event.get("hook_event_name").is_some() {
         return None;
@@ -315,6 +317,7 @@ fn read_copilot(event: &Value) -> Option<HookEvent> {
         Some(_) => EventName::PreToolUse,
         None => match str_field(event, "source") {
             Some(source) => EventName::SessionStart(Some(source.to_owned())),
+            None if str_field(event, "trigger").is_some() => EventName::PostCompact,
             None => EventName::Other(String::new()),
         },
     };
@@ -1032,6 +1035,10 @@ mod tests {
             "initialPrompt": "hi"}))
         .unwrap();
         assert_eq!(start.name, EventName::SessionStart(Some("new".into())));
+        let compact = HookEvent::read(&json!({"sessionId": "c7", "cwd": "/w",
+            "transcriptPath": "/h/events.jsonl", "trigger": "manual", "customInstructions": ""}))
+        .unwrap();
+        assert_eq!(compact.name, EventName::PostCompact);
         // Claude Code's shape is not taken for Copilot's.
         let claude = HookEvent::read(&json!({"session_id": "s", "sessionId": "x",
             "hook_event_name": "PostToolUse"}))

@@ -4,9 +4,10 @@
 //! OpenAI-compatible mock), in a scratch home whose `hooks/guidebook.json`
 //! `guidebook hooks install --copilot` wrote: a `create` of a Kotlin file in a repository in
 //! scope puts the guideline into the next request (appended to the tool's result), once per
-//! session; three failing `ruff` runs halt the session and its next edit is denied; the agent's
-//! own flag change is blocked; a `block` guideline's hit is denied before it is written; without
-//! a sidecar the task completes quietly. Reads: the npm registry once per cache directory;
+//! session, and again after `/compact`; three failing `ruff` runs halt the session and its next
+//! edit is denied; the agent's own flag change is blocked; a `block` guideline's hit is denied
+//! before it is written; without a sidecar the task completes quietly; a repository's hooks run
+//! only once `--trust` trusted the folder. Reads: the npm registry once per cache directory;
 //! writes: temp directories and Copilot CLI's unpacked cache under `target/agents/`.
 
 use serde_json::{json, Value};
@@ -256,4 +257,131 @@ fn a_copilot_cli_edit_that_breaks_a_block_guideline_is_denied_and_the_corrected_
         format!("Denied by preToolUse hook: {}", blocked_reason("src/Db.kt")),
         "{said}"
     );
+}
+
+/// The session a run printed (`Resume copilot --resume=ID` in its summary).
+fn resumable(said: &str) -> String {
+    said.split("--resume=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the run names its session: {said}"))
+        .to_string()
+}
+
+/// Copilot CLI's `/compact` (its `preCompact`) makes the session forget what it was shown:
+/// resumed, a second matching `create` adds nothing; compacted, the next one shows the
+/// guideline again.
+#[test]
+fn a_compaction_in_copilot_cli_shows_the_guideline_again() {
+    let Scene {
+        dir: _dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::orders();
+    install_shim_hooks(&home, "--copilot");
+    let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
+    let create = |name: &str| {
+        (
+            "create",
+            json!({"path": work.join(name).display().to_string(), "file_text": kotlin}),
+        )
+    };
+    let last_result = |mock: &MockChatCompletions| {
+        let turns = mock.turns();
+        tool_results(&turns[turns.len() - 1])
+            .last()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mock = MockChatCompletions::start(vec![create("A.kt")]);
+    let said = succeeded(&copilot(&home, &work, &mock, &sidecar.socket, "a", &[]));
+    assert!(
+        last_result(&mock).contains("[kotlin-no-globalscope]"),
+        "{said}"
+    );
+    let session = resumable(&said);
+    let resume = format!("--resume={session}");
+
+    let mock = MockChatCompletions::start(vec![create("B.kt")]);
+    let said = succeeded(&copilot(
+        &home,
+        &work,
+        &mock,
+        &sidecar.socket,
+        "b",
+        &[&resume],
+    ));
+    assert!(work.join("B.kt").exists(), "{said}");
+    let result = last_result(&mock);
+    assert!(result.starts_with("Created file"), "{result}");
+    assert!(!result.contains("[kotlin-no-globalscope]"), "{result}");
+
+    let mock = MockChatCompletions::start(vec![]);
+    succeeded(&copilot(
+        &home,
+        &work,
+        &mock,
+        &sidecar.socket,
+        "/compact",
+        &[&resume],
+    ));
+
+    let mock = MockChatCompletions::start(vec![create("C.kt")]);
+    let said = succeeded(&copilot(
+        &home,
+        &work,
+        &mock,
+        &sidecar.socket,
+        "c",
+        &[&resume],
+    ));
+    assert!(
+        last_result(&mock).contains("[kotlin-no-globalscope]"),
+        "shown again after the compaction: {said}"
+    );
+}
+
+/// A repository's hooks (`--project`): Copilot CLI 1.0.102 runs them in prompt mode only in a
+/// folder it trusts, and skips them silently otherwise; `--trust` adds the project to its
+/// `trustedFolders`, after which they run.
+#[test]
+fn copilot_cli_runs_a_repositorys_hooks_only_once_the_folder_is_trusted() {
+    let Scene {
+        dir: _dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::orders();
+    let work = work.canonicalize().unwrap();
+    let install = |extra: &[&str]| {
+        let mut cmd = std::process::Command::new(guidebook_exe());
+        cmd.env_clear()
+            .env("HOME", &home)
+            .args(["hooks", "install", "--copilot", "--project"])
+            .arg(&work)
+            .arg("--hook-command")
+            .arg(shim_exe())
+            .args(extra);
+        let out = run_bounded(cmd, b"", "guidebook hooks install --copilot --project");
+        succeeded(&out)
+    };
+    let said = install(&[]);
+    assert!(said.contains("only in a folder it trusts"), "{said}");
+    let kotlin = "package acme\nfun start() = GlobalScope.launch { }\n";
+    let create = |name: &str| {
+        (
+            "create",
+            json!({"path": work.join(name).display().to_string(), "file_text": kotlin}),
+        )
+    };
+    let mock = MockChatCompletions::start(vec![create("A.kt")]);
+    let said = succeeded(&copilot(&home, &work, &mock, &sidecar.socket, "a", &[]));
+    assert!(work.join("A.kt").exists(), "{said}");
+    assert_eq!(shown(&mock.turns()[1]), 0, "untrusted: not run");
+
+    install(&["--trust"]);
+    let mock = MockChatCompletions::start(vec![create("B.kt")]);
+    let said = succeeded(&copilot(&home, &work, &mock, &sidecar.socket, "b", &[]));
+    assert_eq!(shown(&mock.turns()[1]), 1, "trusted: run: {said}");
 }

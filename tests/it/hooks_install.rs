@@ -997,7 +997,12 @@ fn copilot_hooks_are_a_file_of_ours_in_its_hooks_directory() {
             "{written}"
         );
     }
-    assert_eq!(value["hooks"].as_object().unwrap().len(), 2, "{written}");
+    assert_eq!(
+        value["hooks"]["preCompact"],
+        serde_json::json!([{"hooks": [{"type": "command", "command": "/opt/bin/guidebook-hook", "timeout": 5}]}]),
+        "{written}"
+    );
+    assert_eq!(value["hooks"].as_object().unwrap().len(), 3, "{written}");
     let again = guidebook(home.path(), &install);
     assert!(
         text(&again.stdout).contains("up to date"),

@@ -104,10 +104,12 @@ impl Host {
             // Copilot CLI (1.0.102): camelCase events, whose payloads the shim reads; the
             // matcher must match the whole tool name. `apply_patch` replaces `create`/`edit`
             // for `gpt-5` models. A failing shell command is a `postToolUse` too, and its
-            // `sessionStart` sources (`new`, `resume`, `startup`) never mean a reset.
+            // `sessionStart` sources (`new`, `resume`, `startup`) never mean a reset; its
+            // `preCompact` (`/compact`, or automatic) does.
             Host::Copilot => &[
                 ("preToolUse", Some("^(create|edit|apply_patch|bash)$")),
                 ("postToolUse", Some("^(create|edit|apply_patch|bash)$")),
+                ("preCompact", None),
             ],
             // OpenCode has no hook settings: our plugin picks its tools (`opencode`).
             Host::OpenCode => &[],
