@@ -416,9 +416,11 @@ fn fifos_devices_directories_missing_and_huge_files_are_skipped_or_capped_at_onc
         "a match after the 2 MiB cap is not seen"
     );
     assert_eq!(files[5]["skipped"], Value::Null);
+    let source = format!("guidebook {}:1", root.join("todo/guideline.yaml").display());
     assert_eq!(
         files[5]["matches"],
-        json!([{"id": "todo-needs-ticket", "line": 2, "pattern": "TODO:", "severity": "info", "leaves": [
+        json!([{"id": "todo-needs-ticket", "line": 2, "pattern": "TODO:", "severity": "info",
+            "source": source, "leaves": [
             {"pattern": "TODO:", "in": "file", "negated": false, "held": true, "line": 2}
         ]}])
     );
