@@ -1,9 +1,9 @@
 //! The real GitHub Copilot CLI (pinned, from npm) with our hooks, against a mock chat API.
 //!
-//! `copilot -p --allow-all-tools`, offline (`COPILOT_OFFLINE`, its model a local
-//! OpenAI-compatible mock), in a scratch home whose `hooks/guidebook.json`
-//! `guidebook hooks install --copilot` wrote: a `create` of a Kotlin file in a repository in
-//! scope puts the guideline into the next request (appended to the tool's result), once per
+//! `copilot -p --allow-all`, offline (`COPILOT_OFFLINE`, its model a local OpenAI-compatible
+//! mock), in a scratch home whose `hooks/guidebook.json` `guidebook hooks install --copilot`
+//! wrote: a `create` of a Kotlin file in a repository in scope (or a `sed -i` through its
+//! `bash`) puts the guideline into the next request (appended to the tool's result), once per
 //! session, and again after `/compact`; three failing `ruff` runs halt the session and its next
 //! edit is denied; the agent's own flag change is blocked; a `block` guideline's hit is denied
 //! before it is written; without a sidecar the task completes quietly; a repository's hooks run
@@ -384,4 +384,49 @@ fn copilot_cli_runs_a_repositorys_hooks_only_once_the_folder_is_trusted() {
     let mock = MockChatCompletions::start(vec![create("B.kt")]);
     let said = succeeded(&copilot(&home, &work, &mock, &sidecar.socket, "b", &[]));
     assert_eq!(shown(&mock.turns()[1]), 1, "trusted: run: {said}");
+}
+
+/// An edit through the shell: `bash` running `sed -i` on a committed Kotlin file gets the
+/// guideline into the next request, as an edit tool's change does (our `preToolUse` and
+/// `postToolUse` of `bash`: `beginShellCommand`, `endShellCommand`).
+#[test]
+fn copilot_cli_running_sed_in_place_through_bash_gets_the_guideline_in_its_next_request() {
+    let Scene {
+        dir: _dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::orders();
+    write_file(
+        &work,
+        "src/main/kotlin/Jobs.kt",
+        "package acme\nfun start() = 1\n",
+    );
+    git_commit_all(&work, "jobs");
+    install_shim_hooks(&home, "--copilot");
+    let sed =
+        "sed -i 's/fun start() = 1/fun start() = GlobalScope.launch { }/' src/main/kotlin/Jobs.kt";
+    let mock = MockChatCompletions::start(vec![(
+        "bash",
+        json!({"command": sed, "description": "edit"}),
+    )]);
+    let said = succeeded(&copilot(
+        &home,
+        &work,
+        &mock,
+        &sidecar.socket,
+        "launch",
+        &[],
+    ));
+    assert!(
+        std::fs::read_to_string(work.join("src/main/kotlin/Jobs.kt"))
+            .unwrap()
+            .contains("GlobalScope.launch"),
+        "{said}"
+    );
+    let results = tool_results(&mock.turns()[1]);
+    assert!(
+        results[0].contains("[kotlin-no-globalscope]"),
+        "{results:?}"
+    );
 }

@@ -2,12 +2,12 @@
 //!
 //! `opencode run`, its model a custom OpenAI-compatible provider on a local mock, in a scratch
 //! home whose `~/.config/opencode/plugin/adaptive-guidebook.js` `guidebook hooks install
-//! --opencode` wrote: a `write` of a Kotlin file in a repository in scope puts the guideline
-//! into the next request (appended to the tool's output), once per session; three failing
-//! `ruff` runs halt the session and its next edit is denied; the agent's own flag change is
-//! blocked; a `block` guideline's hit is denied before it is written; without a sidecar the task
-//! completes quietly. Reads: the npm registry once per cache directory; writes: temp
-//! directories.
+//! --opencode` wrote: a `write` of a Kotlin file in a repository in scope (or a `sed -i`
+//! through its `bash`) puts the guideline into the next request (appended to the tool's
+//! output), once per session; three failing `ruff` runs halt the session and its next edit is
+//! denied; the agent's own flag change is blocked; a `block` guideline's hit is denied before it
+//! is written; without a sidecar the task completes quietly. Reads: the npm registry once per
+//! cache directory; writes: temp directories.
 
 use serde_json::{json, Value};
 
@@ -246,5 +246,50 @@ fn an_opencode_edit_that_breaks_a_block_guideline_is_denied_and_the_corrected_on
         tool_results(&turns[1])[0],
         blocked_reason("src/Db.kt"),
         "{said}"
+    );
+}
+
+/// An edit through the shell: `bash` running `sed -i` on a committed Kotlin file gets the
+/// guideline into the next request, as an edit tool's change does (our plugin's
+/// `tool.execute.before` and `after` of `bash`: `beginShellCommand`, `endShellCommand`).
+#[test]
+fn opencode_running_sed_in_place_through_bash_gets_the_guideline_in_its_next_request() {
+    let Scene {
+        dir: _dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::orders();
+    write_file(
+        &work,
+        "src/main/kotlin/Jobs.kt",
+        "package acme\nfun start() = 1\n",
+    );
+    git_commit_all(&work, "jobs");
+    install_shim_hooks(&home, "--opencode");
+    let sed =
+        "sed -i 's/fun start() = 1/fun start() = GlobalScope.launch { }/' src/main/kotlin/Jobs.kt";
+    let mock = MockChatCompletions::start(vec![(
+        "bash",
+        json!({"command": sed, "description": "edit"}),
+    )]);
+    let said = succeeded(&opencode(
+        &home,
+        &work,
+        &mock,
+        &sidecar.socket,
+        "launch",
+        &[],
+    ));
+    assert!(
+        std::fs::read_to_string(work.join("src/main/kotlin/Jobs.kt"))
+            .unwrap()
+            .contains("GlobalScope.launch"),
+        "{said}"
+    );
+    let results = tool_results(&mock.turns()[1]);
+    assert!(
+        results[0].contains("[kotlin-no-globalscope]"),
+        "{results:?}"
     );
 }
