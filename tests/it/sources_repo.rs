@@ -355,3 +355,30 @@ fn a_trusted_rule_file_that_breaks_keeps_its_last_good_version() {
         "Never call runBlocking in request handlers."
     );
 }
+
+/// Each format can be turned off in `config.yaml`: a repository's Cursor rule is then neither
+/// served nor waiting.
+#[test]
+fn a_format_turned_off_in_config_yaml_is_not_read() {
+    let (dir, root) = test_guidebook_dir();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "repositoryRules:\n  cursor: false\n").unwrap();
+    let sidecar = Sidecar::start_with(SidecarOptions {
+        root: Some(root),
+        env: vec![(
+            "ADAPTIVE_GUIDEBOOK_CONFIG".into(),
+            config.display().to_string(),
+        )],
+        ..SidecarOptions::default()
+    });
+    let (repo, file) = repository(dir.path());
+    trust(&sidecar, &repo);
+    let state = wait_rules(&sidecar, &file, "trusted", |s| s["served"] == 4);
+    assert_eq!(state["waiting"], json!([]), "{state}");
+    let ids = sidecar.search_ids("s", &[&file]);
+    assert!(
+        !ids.contains(&"repo:shop/.cursor/rules/kotlin.mdc".to_string()),
+        "{ids:?}"
+    );
+    assert_eq!(ids.len(), 5, "{ids:?}");
+}
