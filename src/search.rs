@@ -244,7 +244,10 @@ pub fn search(
             holdout,
             files: records,
         };
-        engine.telemetry.adherence(request.session_id, &event);
+        // The live per-guideline counters are kept only while `/metrics` is served.
+        if engine.settings.metrics_listen.is_some() {
+            engine.telemetry.adherence(request.session_id, &event);
+        }
         engine.recorder.record(Observed::Adherence {
             session_id: request.session_id.to_owned(),
             event,

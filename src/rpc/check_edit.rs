@@ -58,7 +58,9 @@ pub fn handle(
                 path: b.path.clone(),
                 guideline: b.id.clone(),
             };
-            engine.telemetry.adherence(&params.session_id, &event);
+            if engine.settings.metrics_listen.is_some() {
+                engine.telemetry.adherence(&params.session_id, &event);
+            }
             engine.recorder.record(Observed::Adherence {
                 session_id: params.session_id.clone(),
                 event,
