@@ -1159,3 +1159,26 @@ fn the_opencode_plugin_is_written_whole_and_removed_whole() {
     );
     assert_eq!(std::fs::read_to_string(&plugin).unwrap(), theirs);
 }
+
+/// The user guide's Copilot CLI snippet is what `--print` gives for an empty file.
+#[test]
+fn the_guide_shows_what_print_gives_for_copilot_cli() {
+    let home = tempfile::tempdir().unwrap();
+    let out = guidebook(
+        home.path(),
+        &[
+            "hooks",
+            "install",
+            "--copilot",
+            "--print",
+            "--hook-command",
+            "guidebook-hook",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        readme_snippet("## Wire it into GitHub Copilot CLI")
+    );
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0);
+}
