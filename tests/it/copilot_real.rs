@@ -12,7 +12,9 @@
 
 use serde_json::{json, Value};
 
-use crate::agents::{install_shim_hooks, printed, python_with_an_unused_import, ruff_exe, Scene};
+use crate::agents::{
+    install_shim_hooks, printed, python_with_an_unused_import, ruff_exe, HungSidecar, Scene,
+};
 use crate::harness::*;
 
 /// How often the request carries the guideline.
@@ -429,4 +431,31 @@ fn copilot_cli_running_sed_in_place_through_bash_gets_the_guideline_in_its_next_
         results[0].contains("[kotlin-no-globalscope]"),
         "{results:?}"
     );
+}
+
+/// A sidecar that hangs: with the shim's budget (15 s) beyond the hook's 5 s, Copilot CLI waits 5 s for a hook and then lets the call through; with
+/// the shim's default budget (2 s) the shim gives up first. Either way the task completes, the
+/// file is written and nothing is added.
+#[test]
+fn a_hung_sidecar_leaves_the_task_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let home = dir.path().join("user");
+    install_shim_hooks(&home, "--copilot");
+    let hung = HungSidecar::bind(dir.path().join("hung.sock"));
+    for (file, budget) in [("Slow.kt", PATIENT_HOOK_TIMEOUT_MS), ("Quick.kt", "2000")] {
+        let path = work.join(file);
+        let mock = MockChatCompletions::start(vec![(
+            "create",
+            json!({"path": path.display().to_string(), "file_text": "x\n"}),
+        )]);
+        let out = copilot_with_budget(&home, &work, &mock, &hung.path, "add", &[], budget);
+        let said = succeeded(&out);
+        assert!(path.exists(), "{budget}: {said}");
+        assert!(
+            !mock.turns()[1].to_string().contains("Adaptive Guidebook"),
+            "{said}"
+        );
+    }
 }

@@ -11,7 +11,9 @@
 
 use serde_json::{json, Value};
 
-use crate::agents::{install_shim_hooks, printed, python_with_an_unused_import, ruff_exe, Scene};
+use crate::agents::{
+    install_shim_hooks, printed, python_with_an_unused_import, ruff_exe, HungSidecar, Scene,
+};
 use crate::harness::*;
 
 /// How often the request carries the guideline.
@@ -291,5 +293,31 @@ fn opencode_running_sed_in_place_through_bash_gets_the_guideline_in_its_next_req
     assert!(
         results[0].contains("[kotlin-no-globalscope]"),
         "{results:?}"
+    );
+}
+
+/// A sidecar that hangs: with the shim's default budget (2 s) the shim gives up first, twice per
+/// edit (before and after); the task completes, the file is written and nothing is added. (The
+/// plugin's own 5 s kill, reached with a budget beyond it, costs 10 s an edit: not run here.)
+#[test]
+fn a_hung_sidecar_leaves_the_task_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("orders");
+    git_repo(&work, Some("git@github.com:acme/orders.git"));
+    let home = dir.path().join("user");
+    install_shim_hooks(&home, "--opencode");
+    let hung = HungSidecar::bind(dir.path().join("hung.sock"));
+    let path = work.join("Quick.kt");
+    let mock = MockChatCompletions::start(vec![(
+        "write",
+        json!({"filePath": path.display().to_string(), "content": "x\n"}),
+    )]);
+    let out = opencode_with_budget(&home, &work, &mock, &hung.path, "add", &[], "2000");
+    let said = succeeded(&out);
+    assert!(path.exists(), "{said}");
+    assert_eq!(
+        tool_results(&mock.turns()[1]),
+        ["Wrote file successfully."],
+        "{said}"
     );
 }

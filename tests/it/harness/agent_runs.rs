@@ -485,6 +485,28 @@ pub fn copilot(
     prompt: &str,
     extra: &[&str],
 ) -> Output {
+    copilot_with_budget(
+        home,
+        work,
+        mock,
+        socket,
+        prompt,
+        extra,
+        PATIENT_HOOK_TIMEOUT_MS,
+    )
+}
+
+/// [`copilot`] with the shim's hook budget (`ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS`) set to
+/// `budget_ms`.
+pub fn copilot_with_budget(
+    home: &Path,
+    work: &Path,
+    mock: &MockChatCompletions,
+    socket: &Path,
+    prompt: &str,
+    extra: &[&str],
+    budget_ms: &str,
+) -> Output {
     let cache = copilot_cache();
     let mut cmd = Command::new(npm_cli(COPILOT_CLI));
     cmd.args(["-p", prompt, "--allow-all"])
@@ -505,10 +527,7 @@ pub fn copilot(
         .env("COPILOT_MODEL", "gpt-4.1")
         .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
         .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
-        .env(
-            "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
-            PATIENT_HOOK_TIMEOUT_MS,
-        );
+        .env("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", budget_ms);
     run_bounded(cmd, b"", "copilot -p")
 }
 
@@ -550,6 +569,28 @@ pub fn opencode(
     prompt: &str,
     extra: &[&str],
 ) -> Output {
+    opencode_with_budget(
+        home,
+        work,
+        mock,
+        socket,
+        prompt,
+        extra,
+        PATIENT_HOOK_TIMEOUT_MS,
+    )
+}
+
+/// [`opencode`] with the shim's hook budget (`ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS`) set to
+/// `budget_ms`.
+pub fn opencode_with_budget(
+    home: &Path,
+    work: &Path,
+    mock: &MockChatCompletions,
+    socket: &Path,
+    prompt: &str,
+    extra: &[&str],
+    budget_ms: &str,
+) -> Output {
     opencode_user(home, mock);
     let mut cmd = Command::new(npm_cli(OPENCODE));
     cmd.arg("run")
@@ -568,9 +609,6 @@ pub fn opencode(
         .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "true")
         .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
         .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
-        .env(
-            "ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS",
-            PATIENT_HOOK_TIMEOUT_MS,
-        );
+        .env("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", budget_ms);
     run_bounded(cmd, b"", "opencode run")
 }
