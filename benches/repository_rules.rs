@@ -4,7 +4,8 @@
 //! a rule file changes, and how long the sidecar takes to serve the change.
 //!
 //! `cargo bench --bench repository_rules` (release). `REPO_BENCH_RUNS` (default 300),
-//! `REPO_BENCH_CHANGES` (default 20).
+//! `REPO_BENCH_CHANGES` (default 20), `REPO_BENCH_GUIDELINES` (the repository's `.guidebook/`
+//! guidelines, default 200), `REPO_BENCH_SHIM` (another `guidebook-hook`).
 
 mod common;
 
@@ -16,7 +17,10 @@ fn main() {
     let runs: usize = common::env_or("REPO_BENCH_RUNS", 300);
     let changes: usize = common::env_or("REPO_BENCH_CHANGES", 20);
     let guidebook = PathBuf::from(env!("CARGO_BIN_EXE_guidebook"));
-    let shim = guidebook.parent().unwrap().join("guidebook-hook");
+    // `REPO_BENCH_SHIM=PATH`: another shim, say the statically linked one README installs.
+    let shim = std::env::var_os("REPO_BENCH_SHIM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| guidebook.parent().unwrap().join("guidebook-hook"));
     assert!(
         shim.exists(),
         "build the shim first: cargo build --release -p guidebook-hook"
