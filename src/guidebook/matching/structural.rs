@@ -13,6 +13,7 @@
 
 use std::cell::Cell;
 
+use ast_grep_core::matcher::MatcherExt;
 use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{AstGrep, Pattern};
 use ast_grep_language::SupportLang;
@@ -106,6 +107,31 @@ pub struct StructuralPattern {
     pattern: Pattern,
     inside: Option<Pattern>,
     has: Option<Pattern>,
+    /// The longest named token of `pattern` (an identifier, say): every match holds a token of
+    /// exactly this text, so only the nodes around its occurrences are tried.
+    anchor: Option<String>,
+}
+
+/// The longest token of `pattern` that ast-grep matches by its text: a named leaf (an
+/// identifier, a literal), not a meta-variable. Unnamed tokens (`(`, keywords) are matched by
+/// kind and may be skipped after `$$$`, so they say nothing certain about a match's text.
+fn named_token(pattern: &Pattern) -> Option<String> {
+    fn walk(d: &ast_grep_core::matcher::DumpPattern<'_>, best: &mut Option<String>) {
+        if d.children.is_empty() {
+            let named = !d.is_meta_var && d.kind.is_some();
+            if named
+                && !d.text.trim().is_empty()
+                && best.as_ref().is_none_or(|b| b.len() < d.text.len())
+            {
+                *best = Some(d.text.to_string());
+            }
+        }
+        d.children.iter().for_each(|c| walk(c, best));
+    }
+    let dump = pattern.dump(&|_| Some("named".into()))?;
+    let mut best = None;
+    walk(&dump, &mut best);
+    best
 }
 
 impl std::fmt::Debug for StructuralPattern {
@@ -161,28 +187,77 @@ impl StructuralPattern {
                 .as_deref()
                 .map(|s| compile_one(s, "has", lang, language))
                 .transpose()?,
-        })
+            anchor: None,
+        }
+        .anchored())
     }
 
-    /// Text every match's file must hold: the longest fixed token of the pattern and its
-    /// relations (ast-grep's own `fixed_string`, what its CLI pre-filters files by); `None` when
-    /// the patterns have no fixed token (`$A`).
+    fn anchored(mut self) -> StructuralPattern {
+        self.anchor = named_token(&self.pattern);
+        self
+    }
+
+    /// Text every match's file must hold: the longest named token of the pattern and of its
+    /// relations (each must match somewhere); `None` when none has one (`$A + $B`).
     pub fn required_text(&self) -> Option<String> {
         [Some(&self.pattern), self.inside.as_ref(), self.has.as_ref()]
             .into_iter()
             .flatten()
-            .map(|p| p.fixed_string().to_string())
+            .filter_map(named_token)
             .max_by_key(|s| s.len())
-            .filter(|s| !s.trim().is_empty())
     }
 
-    /// The byte ranges of every node of `tree` that matches, in the order of a pre-order walk
-    /// (so by start offset).
+    /// The byte ranges of every node of `tree` that matches, ordered as a pre-order walk finds
+    /// them (by start; an ancestor before its descendant). With an anchor, only the nodes that
+    /// hold one of its occurrences are tried (the smallest node around it and its ancestors),
+    /// instead of every node of the tree: the same matches, since each holds the anchor token.
     pub fn find(&self, tree: &SyntaxTree) -> Vec<(usize, usize)> {
+        let Some(anchor) = &self.anchor else {
+            return self.find_everywhere(tree);
+        };
+        let root = &tree.root;
+        let mut tried = std::collections::HashSet::new();
+        let mut found = Vec::new();
+        for (at, _) in root.get_text().match_indices(anchor.as_str()) {
+            let Some(inner) = root
+                .root()
+                .get_inner_node()
+                .descendant_for_byte_range(at, at + anchor.len())
+            else {
+                continue;
+            };
+            let node = root.adopt(inner);
+            for candidate in std::iter::once(node.clone()).chain(node.ancestors()) {
+                if !tried.insert(candidate.node_id()) {
+                    // Its ancestors were tried from an earlier occurrence too.
+                    break;
+                }
+                if self.pattern.match_node(candidate.clone()).is_some()
+                    && self.relations_hold(&candidate)
+                {
+                    let r = candidate.range();
+                    found.push((
+                        r.start,
+                        std::cmp::Reverse(r.end),
+                        candidate.ancestors().count(),
+                    ));
+                }
+            }
+        }
+        found.sort_unstable();
+        found.into_iter().map(|(s, e, _)| (s, e.0)).collect()
+    }
+
+    fn relations_hold(&self, node: &ast_grep_core::Node<'_, StrDoc<SupportLang>>) -> bool {
+        self.inside.as_ref().is_none_or(|p| node.inside(p))
+            && self.has.as_ref().is_none_or(|p| node.has(p))
+    }
+
+    /// [`Self::find`] by trying every node of the tree, as `ast-grep run` does.
+    fn find_everywhere(&self, tree: &SyntaxTree) -> Vec<(usize, usize)> {
         let root = tree.root.root();
         root.find_all(&self.pattern)
-            .filter(|m| self.inside.as_ref().is_none_or(|p| m.get_node().inside(p)))
-            .filter(|m| self.has.as_ref().is_none_or(|p| m.get_node().has(p)))
+            .filter(|m| self.relations_hold(m.get_node()))
             .map(|m| {
                 let r = m.get_node().range();
                 (r.start, r.end)
@@ -469,10 +544,23 @@ mod differential {
             let pattern = StructuralPattern::compile(&spec, language)
                 .unwrap_or_else(|e| panic!("{}: {e}", spec.describe()));
             let mut ours = Found::new();
+            let required = pattern.required_text();
             for path in &paths {
                 let content = std::fs::read(path).unwrap();
                 if let Some(tree) = SyntaxTree::parse(language, &content) {
                     let found = pattern.find(&tree);
+                    let mut everywhere = pattern.find_everywhere(&tree);
+                    let mut sorted = found.clone();
+                    sorted.sort_unstable();
+                    everywhere.sort_unstable();
+                    assert_eq!(sorted, everywhere, "{}: around the anchor", path.display());
+                    if let (Some(text), false) = (&required, found.is_empty()) {
+                        assert!(
+                            String::from_utf8_lossy(&content).contains(text.as_str()),
+                            "{}: a match without `{text}`",
+                            path.display()
+                        );
+                    }
                     if !found.is_empty() {
                         let mut found = found;
                         found.sort_unstable();
