@@ -3,11 +3,12 @@
 //!
 //! Each hook is the real `guidebook-hook` spawned with a Codex `apply_patch` event naming one
 //! ~20 KB Kotlin file, until it has printed its output (a new session each time, so every hook
-//! really presents). Two sidecars serve two guidebooks built from the same seed: `regex`, the
-//! 1,000 regex guidelines of the other benches; `mixed`, the same with 50 of the Kotlin-scoped
-//! ones replaced by structural leaves (`$R.callNN($$$)`, NN their number). Two files: `hits`
-//! holds a call of each of the 50 (and mentions in comments and strings), `plain` holds none of
-//! their literals, so the structural leaves' prefilter keeps it from being parsed. The four
+//! really presents). Two sidecars serve two guidebooks built from the same seed: the 1,000
+//! regex guidelines of the other benches, every 20th turned into a Kotlin-scoped guideline
+//! about `callNN`: in `regex` by regexes (`\.callNN\(`), in `mixed` by structural leaves
+//! (`$R.callNN($$$)`); both show the same guidelines. Three files: `hits` holds a call of each
+//! of the 50 (and mentions in comments and strings), `one` of the first only, `plain` none of
+//! their literals, so the structural leaves' prefilter keeps it from being parsed. The six
 //! series run interleaved. Then each guidebook is rebuilt at 10,000 guidelines (500 of them
 //! structural in `mixed`) and each sidecar's peak RSS is read after the same hooks.
 //!
@@ -21,17 +22,21 @@ use std::process::Command;
 use std::time::Duration;
 
 /// Writes `count` guidelines with the common generator, then turns every 20th guideline into a
-/// Kotlin-scoped structural one (50 in 1,000) when `structural` is set.
+/// Kotlin-scoped one about `callNN` (50 in 1,000): structural leaves when `structural` is set,
+/// else the regexes a team would write for the same calls (which also hit comments). Returns
+/// how many are structural.
 fn guidebook(root: &Path, count: usize, structural: bool) -> usize {
     common::write_guidebook(root, count, 7);
-    if !structural {
-        return 0;
-    }
     let mut n = 0;
     for i in (0..count).step_by(20) {
+        let k = n % 50;
+        let leaves = if structural {
+            format!("    - ast:\n        pattern: '$R.call{k:02}($$$)'\n    - ast:\n        pattern: 'runBlocking{k:02} {{ $$$ }}'\n")
+        } else {
+            format!("    - regex:\n        pattern: '\\.call{k:02}\\('\n    - regex:\n        pattern: 'runBlocking{k:02}\\s*\\{{'\n")
+        };
         let yaml = format!(
-            "id: g{i:05}\nscope:\n  languages: [kotlin]\nmatch:\n  any:\n    - ast:\n        pattern: '$R.call{k:02}($$$)'\n    - ast:\n        pattern: 'runBlocking{k:02} {{ $$$ }}'\ncontent: |\n  Guideline {i}: call{k:02} is structural; keep it behind its port.\n",
-            k = n % 50
+            "id: g{i:05}\nscope:\n  languages: [kotlin]\nmatch:\n  any:\n{leaves}content: |\n  Guideline {i}: keep call{k:02} behind its port.\n"
         );
         let path = root
             .join("guidelines")
@@ -40,18 +45,22 @@ fn guidebook(root: &Path, count: usize, structural: bool) -> usize {
         std::fs::write(path, yaml).unwrap();
         n += 1;
     }
-    n
+    if structural {
+        n
+    } else {
+        0
+    }
 }
 
-/// A ~20 KB Kotlin file: the common generator's, plus (when `hits`) a call of each structural
-/// pattern and a mention of it in a comment and a string.
-fn kotlin_file(dir: &Path, name: &str, hits: bool) -> PathBuf {
+/// A ~20 KB Kotlin file: the common generator's, plus a call of the first `hits` of the 50
+/// `callNN` and a mention of each in a comment and a string.
+fn kotlin_file(dir: &Path, name: &str, hits: usize) -> PathBuf {
     let files = common::write_kotlin_files(&dir.join(name), 1, 20_000, 1000, 11);
     let path = files[0].clone();
-    if hits {
+    if hits > 0 {
         let mut s = std::fs::read_to_string(&path).unwrap();
         s.push_str("class Calls(private val repo: Repo) {\n");
-        for k in 0..50 {
+        for k in 0..hits {
             s.push_str(&format!(
                 "    // repo.call{k:02}(id) is what we avoid\n    fun f{k}(id: Long) = repo.call{k:02}(id, \"call{k:02}\")\n"
             ));
@@ -92,12 +101,11 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     common::git_repo(&repo, "git@github.com:acme/backend-order.git");
-    let hits = kotlin_file(&repo, "hits", true);
-    let plain = kotlin_file(&repo, "plain", false);
-    let sizes = (
-        std::fs::metadata(&hits).unwrap().len(),
-        std::fs::metadata(&plain).unwrap().len(),
-    );
+    let hits = kotlin_file(&repo, "hits", 50);
+    let one = kotlin_file(&repo, "one", 1);
+    let plain = kotlin_file(&repo, "plain", 0);
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    let sizes = (size(&hits), size(&one), size(&plain));
 
     let serve = |name: &str, count: usize, structural: bool| {
         let root = dir.path().join(format!("{name}-{count}"));
@@ -131,6 +139,10 @@ fn main() {
     let mixed_hits = shown(&hook(&mixed_socket, &hits, "warm-mh").1);
     let mixed_plain = shown(&hook(&mixed_socket, &plain, "warm-mp").1);
     let regex_hits = shown(&hook(&regex_socket, &hits, "warm-rh").1);
+    assert_eq!(
+        mixed_hits, regex_hits,
+        "both guidebooks show the same guidelines"
+    );
     let structural_ids: Vec<String> = (0..1000).step_by(20).map(|i| format!("g{i:05}")).collect();
     let fired = |ids: &[String]| ids.iter().filter(|i| structural_ids.contains(i)).count();
     println!(
@@ -147,13 +159,19 @@ fn main() {
     }
 
     let series = [
-        ("regex-only, file with the literals", &regex_socket, &hits),
+        (
+            "regex-only, file with all 50 literals",
+            &regex_socket,
+            &hits,
+        ),
+        ("regex-only, file with 1 literal", &regex_socket, &one),
         ("regex-only, file without", &regex_socket, &plain),
         (
-            "50 structural, file with the literals",
+            "50 structural, file with all 50 literals",
             &mixed_socket,
             &hits,
         ),
+        ("50 structural, file with 1 literal", &mixed_socket, &one),
         ("50 structural, file without", &mixed_socket, &plain),
     ];
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); series.len()];
@@ -166,17 +184,17 @@ fn main() {
     drop(mixed_daemon);
 
     println!(
-        "workload: 1000 guidelines ({structural} structural in the mixed guidebook), one Kotlin file of {} / {} bytes per hook",
-        sizes.0, sizes.1
+        "workload: 1000 guidelines ({structural} structural in the mixed guidebook), one Kotlin file of {} / {} / {} bytes per hook",
+        sizes.0, sizes.1, sizes.2
     );
     println!(
-        "{:<40} {:>5}  {:>9}  {:>9}",
+        "{:<44} {:>5}  {:>9}  {:>9}",
         "hook end to end (ms)", "n", "median", "p99"
     );
     let mut rows = Vec::new();
     for ((name, _, _), s) in series.iter().zip(samples.iter_mut()) {
         let (med, p99) = (common::percentile(s, 0.5), common::percentile(s, 0.99));
-        println!("{name:<40} {:>5}  {med:>9.3}  {p99:>9.3}", s.len());
+        println!("{name:<44} {:>5}  {med:>9.3}  {p99:>9.3}", s.len());
         rows.push(
             serde_json::json!({"series": name, "n": s.len(), "median_ms": med, "p99_ms": p99}),
         );
