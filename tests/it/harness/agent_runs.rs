@@ -507,6 +507,20 @@ pub fn copilot_with_budget(
     extra: &[&str],
     budget_ms: &str,
 ) -> Output {
+    let cmd = copilot_command(home, work, mock, socket, prompt, extra, budget_ms);
+    run_bounded(cmd, b"", "copilot -p")
+}
+
+/// The command [`copilot_with_budget`] runs, for a caller that runs it its own way.
+pub fn copilot_command(
+    home: &Path,
+    work: &Path,
+    mock: &MockChatCompletions,
+    socket: &Path,
+    prompt: &str,
+    extra: &[&str],
+    budget_ms: &str,
+) -> Command {
     let cache = copilot_cache();
     let mut cmd = Command::new(npm_cli(COPILOT_CLI));
     cmd.args(["-p", prompt, "--allow-all"])
@@ -528,7 +542,7 @@ pub fn copilot_with_budget(
         .env("ADAPTIVE_GUIDEBOOK_SOCKET", socket)
         .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
         .env("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", budget_ms);
-    run_bounded(cmd, b"", "copilot -p")
+    cmd
 }
 
 /// A scratch OpenCode user whose model is `mock` (a custom OpenAI-compatible provider), in
