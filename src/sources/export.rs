@@ -260,6 +260,19 @@ fn condition(g: &Guideline, format: Format, report: &mut impl FnMut(String)) -> 
     if always(g) {
         return Vec::new();
     }
+    let structural = g.condition.structural();
+    if !structural.is_empty() {
+        let asts: Vec<&str> = structural
+            .iter()
+            .map(|(_, spec, _)| spec.pattern.as_str())
+            .collect();
+        report(format!(
+            "match condition dropped (structural `ast:` leaves {}): {} cannot match syntax trees; the rule applies to every change in scope",
+            ticks(asts.iter().copied()),
+            format.name()
+        ));
+        return Vec::new();
+    }
     let patterns = list(&g.patterns);
     if format == Format::AgentsMd {
         report(format!(
@@ -698,6 +711,25 @@ mod tests {
             assert!(p.reports.iter().any(|r| r.what.contains(why)), "{m}: {:?}", p.reports);
             assert!(!p.files[0].text.contains("regex:"), "{}", p.files[0].text);
             assert!(p.files[0].text.contains("alwaysApply: true"));
+        }
+    }
+
+    /// A structural leaf is reported by its pattern in every format, never exported as the
+    /// prefilter regex that stands in its place.
+    #[cfg(feature = "ast-kotlin")]
+    #[test]
+    fn structural_leaves_are_reported_not_exported() {
+        let gl = g("id: a\nscope:\n  languages: [kotlin]\nmatch:\n  ast:\n    pattern: runBlocking { $$$ }\ncontent: c\n");
+        for format in [Format::Continue, Format::Cursor, Format::AgentsMd] {
+            let p = plan(format, &[&gl]);
+            assert!(
+                p.reports.iter().any(|r| r
+                    .what
+                    .contains("structural `ast:` leaves `runBlocking { $$$ }`")),
+                "{:?}",
+                p.reports
+            );
+            assert!(!p.files[0].text.contains("regex:"), "{}", p.files[0].text);
         }
     }
 
