@@ -253,9 +253,14 @@ fn names_a_rule_file_format(target: &str) -> bool {
     let name = target.rsplit('/').next().unwrap_or(target);
     matches!(name, "AGENTS.md" | "CLAUDE.md")
         || name.ends_with(".instructions.md")
-        || [".claude/rules/", ".continue/rules/", ".cursor/rules/", ".github/instructions/"]
-            .iter()
-            .any(|place| target.contains(place))
+        || [
+            ".claude/rules/",
+            ".continue/rules/",
+            ".cursor/rules/",
+            ".github/instructions/",
+        ]
+        .iter()
+        .any(|place| target.contains(place))
 }
 
 #[test]
