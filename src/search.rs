@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use crate::engine::{Edits, Engine};
 use crate::metrics::adherence::HOLDOUT_FLAG;
-use crate::store::{AdherenceEvent, FileRecord, Observed, StoreError};
+use crate::store::{IndexedFile, IndexedSearch, Observed, StoreError};
 use guidebook_hook::Shown;
 
 /// One search, its params already validated (absolute paths, a session id).
@@ -99,15 +99,13 @@ pub fn search(
     let mut records = Vec::new();
     for (path, file) in request.filepaths.iter().zip(evaluated) {
         if adherence {
-            let ids = |gs: &mut dyn Iterator<Item = usize>| -> Vec<String> {
-                gs.map(|g| snapshot.guidelines[g].id().to_owned()).collect()
-            };
+            // Snapshot indices only: the ids are looked up off the hook's path.
             let written = request.edits.get(path).and_then(|e| e.written.as_ref());
-            records.push(FileRecord {
+            records.push(IndexedFile {
                 path: path.clone(),
-                matched: ids(&mut file.matches.iter().map(|m| m.guideline)),
+                matched: file.matches.iter().map(|m| m.guideline as u32).collect(),
                 presented: Vec::new(),
-                allowed: ids(&mut file.allowed.iter().copied()),
+                allowed: file.allowed.iter().map(|&g| g as u32).collect(),
                 whole: matches!(written, Some(crate::guidebook::Written::All)),
             });
         }
@@ -235,22 +233,25 @@ pub fn search(
             f.presented = f
                 .matched
                 .iter()
-                .filter(|id| shown.contains(&id.as_str()))
-                .cloned()
+                .copied()
+                .filter(|&g| shown.contains(&snapshot.guidelines[g as usize].id()))
                 .collect();
         }
-        let event = AdherenceEvent::Search {
+        let search = IndexedSearch {
             at: crate::time::now_epoch(),
             holdout,
+            ids: snapshot.clone(),
             files: records,
         };
         // The live per-guideline counters are kept only while `/metrics` is served.
         if engine.settings.metrics_listen.is_some() {
-            engine.telemetry.adherence(request.session_id, &event);
+            engine
+                .telemetry
+                .adherence(request.session_id, &search.resolve());
         }
-        engine.recorder.record(Observed::Adherence {
+        engine.recorder.record(Observed::AdherenceSearch {
             session_id: request.session_id.to_owned(),
-            event,
+            search,
         });
     }
     // A hold-out session is evaluated and recorded as usual, and shown nothing.

@@ -37,7 +37,13 @@ pub const DEFAULT_HOLDOUT_RATE: f64 = 0.5;
 
 const DAY: i64 = 86_400;
 
-pub use crate::store::{AdherenceEvent as Event, FileRecord};
+pub use crate::store::{AdherenceEvent as Event, FileRecord, IndexedFile, IndexedSearch};
+
+impl crate::store::GuidelineIds for crate::guidebook::GuidelineSnapshot {
+    fn id(&self, index: usize) -> &str {
+        self.guidelines.get(index).map_or("", |g| g.id())
+    }
+}
 
 /// What happened to a presentation, as far as the session shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

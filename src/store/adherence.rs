@@ -39,6 +39,103 @@ pub enum AdherenceEvent {
     },
 }
 
+/// Guideline ids by index: a search records indices into the snapshot it matched against, and
+/// the ids are looked up off the hook's path, when the row is written.
+pub trait GuidelineIds: Send + Sync {
+    fn id(&self, index: usize) -> &str;
+}
+
+/// One searched file as the hook hands it over: snapshot indices, not ids.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IndexedFile {
+    pub path: String,
+    pub matched: Vec<u32>,
+    pub presented: Vec<u32>,
+    pub allowed: Vec<u32>,
+    pub whole: bool,
+}
+
+/// A search as the hook hands it over: its files and the snapshot their indices point into.
+#[derive(Clone)]
+pub struct IndexedSearch {
+    pub at: Epoch,
+    pub holdout: bool,
+    pub ids: std::sync::Arc<dyn GuidelineIds>,
+    pub files: Vec<IndexedFile>,
+}
+
+impl IndexedSearch {
+    fn ids_of<'a>(&'a self, indices: &[u32]) -> Vec<&'a str> {
+        indices.iter().map(|&i| self.ids.id(i as usize)).collect()
+    }
+
+    /// The search with its ids looked up.
+    pub fn resolve(&self) -> AdherenceEvent {
+        let owned = |v: Vec<&str>| v.into_iter().map(str::to_owned).collect();
+        AdherenceEvent::Search {
+            at: self.at,
+            holdout: self.holdout,
+            files: self
+                .files
+                .iter()
+                .map(|f| FileRecord {
+                    path: f.path.clone(),
+                    matched: owned(self.ids_of(&f.matched)),
+                    presented: owned(self.ids_of(&f.presented)),
+                    allowed: owned(self.ids_of(&f.allowed)),
+                    whole: f.whole,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl std::fmt::Debug for IndexedSearch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexedSearch")
+            .field("at", &self.at)
+            .field("holdout", &self.holdout)
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for IndexedSearch {
+    fn eq(&self, other: &Self) -> bool {
+        self.resolve() == other.resolve()
+    }
+}
+
+/// Writes a search handed over by the hook: the ids looked up here, off the hook's path.
+pub(super) fn write_indexed(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    search: &IndexedSearch,
+) -> rusqlite::Result<()> {
+    let json = |e: serde_json::Error| rusqlite::Error::ToSqlConversionFailure(Box::new(e));
+    type Row<'a> = (&'a str, bool, Vec<&'a str>, Vec<&'a str>, Vec<&'a str>);
+    let stored: Vec<Row<'_>> = search
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.path.as_str(),
+                f.whole,
+                search.ids_of(&f.matched),
+                search.ids_of(&f.presented),
+                search.ids_of(&f.allowed),
+            )
+        })
+        .collect();
+    let data = serde_json::to_string(&stored).map_err(json)?;
+    tx.prepare_cached(
+        "INSERT INTO adherence_event (at, session_id, kind, holdout, data)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![search.at, session_id, SEARCH, search.holdout, data])?;
+    Ok(())
+}
+
 const SEARCH: i64 = 0;
 const BLOCK: i64 = 1;
 

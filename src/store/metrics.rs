@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{AdherenceEvent, Database, StoreError};
+use super::{AdherenceEvent, Database, IndexedSearch, StoreError};
 
 /// Seconds since the Unix epoch, as every `at` column holds them.
 pub type Epoch = i64;
@@ -40,6 +40,11 @@ pub enum Observed {
     Adherence {
         session_id: String,
         event: AdherenceEvent,
+    },
+    /// A search's files as the hook hands them over (snapshot indices; ids looked up here).
+    AdherenceSearch {
+        session_id: String,
+        search: IndexedSearch,
     },
 }
 
@@ -162,6 +167,9 @@ impl MetricsStore {
                     .and_then(|mut s| s.execute(params![at, session_id, state])),
                 Observed::Adherence { session_id, event } => {
                     super::adherence::write(&tx, session_id, event).map(|()| 1)
+                }
+                Observed::AdherenceSearch { session_id, search } => {
+                    super::adherence::write_indexed(&tx, session_id, search).map(|()| 1)
                 }
             }
             .map_err(StoreError::sql("recording an observation"))?;

@@ -7,7 +7,7 @@ mod breaker;
 mod metrics;
 mod presentation;
 
-pub use adherence::{AdherenceEvent, FileRecord};
+pub use adherence::{AdherenceEvent, FileRecord, GuidelineIds, IndexedFile, IndexedSearch};
 pub use breaker::{BreakerRow, BreakerStore, StreakRow};
 pub use metrics::{MetricsStore, Observed, QcResult, QcRow, ReviewedPass, WindowData};
 pub use presentation::PresentationStore;
