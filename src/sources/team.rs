@@ -221,13 +221,15 @@ impl TeamSource {
 
         let mut state = self.state();
         state.name = self.team.name.clone();
-        state.last_attempt_at = Some(attempted_at);
+        state.last_attempt_at = Some(attempted_at.clone());
         match &outcome {
             Ok(done) => {
                 state.url = self.team.url.clone();
                 state.git_ref = self.team.git_ref.clone();
                 state.revision = Some(done.revision.clone());
-                state.fetched_at = Some(crate::time::now_rfc3339());
+                // The remote's newest as of the attempt (one timestamp: a second boundary
+                // between two clock readings made the two fields differ).
+                state.fetched_at = Some(attempted_at);
                 state.error = None;
             }
             Err(e) => {
