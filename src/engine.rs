@@ -247,17 +247,9 @@ impl Engine {
         let cache = settings
             .db
             .with_file_name(crate::guidebook::CACHE_FILE_NAME);
-        let teams = settings
-            .team_guidebooks
-            .iter()
-            .map(|t| {
-                let source = crate::sources::team::TeamSource::new(t.clone());
-                (t.name.clone(), source.checkout_dir())
-            })
-            .collect();
         let guidebook = Arc::new(
             Guidebook::with_cache(settings.guidebook_root.clone(), cache, write_cache)
-                .with_teams(teams),
+                .with_teams(crate::sources::team::checkouts(&settings)),
         );
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Engine {
@@ -283,10 +275,7 @@ impl Engine {
                 settings.max_file_bytes,
             ),
             presentations: PresentationStore::new(db),
-            repositories: crate::sources::repository::RepositorySources::new(
-                settings.repository_rules.clone(),
-                settings.home.join("trust.json"),
-            ),
+            repositories: crate::sources::repository::RepositorySources::of(&settings),
             started: Instant::now(),
             recent: Mutex::new(std::collections::VecDeque::new()),
             settings,

@@ -115,15 +115,12 @@ pub struct GuidelineState {
 fn repository_rules_of(engine: &Engine, path: &Path) -> Option<RepositoryRulesState> {
     let root = crate::repo::find_repository(path)?.root;
     let root = std::fs::canonicalize(root).ok()?;
-    let line = |w: &crate::sources::repository::Waiting| {
-        format!("{}: {}: {}", w.file.display(), w.state, w.reason)
-    };
     if let Some(report) = engine.repositories.report_of(&root) {
         return Some(RepositoryRulesState {
             root: root.display().to_string(),
             trusted: true,
             served: report.served,
-            waiting: report.waiting.iter().map(line).collect(),
+            waiting: report.waiting.iter().map(|w| w.line()).collect(),
         });
     }
     let found = crate::sources::discover::rule_files(&root, engine.repositories.rules());

@@ -163,27 +163,24 @@ fn versions() -> Check {
 /// Each team guidebook: the revision served and its age, or why its fetch fails.
 fn team_guidebooks(settings: &Settings) -> Vec<Check> {
     const NAME: &str = "team guidebook";
-    let now = crate::time::now_epoch();
     settings
         .team_guidebooks
         .iter()
         .map(|t| {
-            let state = crate::sources::team::TeamState::read(t);
-            let age = state
-                .fetched_at
-                .as_deref()
-                .and_then(crate::time::parse_rfc3339)
-                .map(|at| now.saturating_sub(at).max(0) as u64);
-            let line = super::status::team_line(&crate::rpc::status::TeamStatus {
+            let read = crate::sources::team::TeamState::read(t);
+            let state = crate::rpc::status::TeamStatus {
+                age_seconds: read.age_seconds(),
                 name: t.name.clone(),
                 url: t.url.clone(),
                 git_ref: t.git_ref.clone(),
-                revision: state.revision.clone(),
-                fetched_at: state.fetched_at.clone(),
-                age_seconds: age,
-                error: state.error.clone(),
-            });
-            let stale = age.is_some_and(|a| a > 3 * 60 * t.refresh_minutes.max(1) + 60);
+                revision: read.revision,
+                fetched_at: read.fetched_at,
+                error: read.error,
+            };
+            let line = super::status::team_line(&state);
+            let stale = state
+                .age_seconds
+                .is_some_and(|a| a > 3 * 60 * t.refresh_minutes.max(1) + 60);
             match (&state.revision, &state.error) {
                 (None, _) => Check::warn(
                     NAME,
@@ -210,7 +207,7 @@ fn team_guidebooks(settings: &Settings) -> Vec<Check> {
 /// since it was trusted) and those that are never read.
 fn trusted_repositories(settings: &Settings) -> Vec<Check> {
     const NAME: &str = "repository rules";
-    let path = settings.home.join("trust.json");
+    let path = crate::sources::trust::store_path(settings);
     let store = match crate::sources::trust::TrustStore::load(&path) {
         Ok(store) => store,
         Err(e) => {

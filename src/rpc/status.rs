@@ -66,30 +66,30 @@ pub struct RepositoryStatus {
     pub errors: Vec<String>,
 }
 
+impl TeamStatus {
+    /// What `team`'s `state.json` says now, its age counted from the last good fetch.
+    pub fn of(team: &crate::config::TeamGuidebook) -> TeamStatus {
+        let state = crate::sources::team::TeamState::read(team);
+        TeamStatus {
+            age_seconds: state.age_seconds(),
+            name: team.name.clone(),
+            url: team.url.clone(),
+            git_ref: team.git_ref.clone(),
+            revision: state.revision,
+            fetched_at: state.fetched_at,
+            error: state.error,
+        }
+    }
+}
+
 /// The sources' state as `status` reports it.
 pub fn sources_status(engine: &Engine) -> SourcesStatus {
-    let now = crate::time::now_epoch();
     SourcesStatus {
         teams: engine
             .settings
             .team_guidebooks
             .iter()
-            .map(|t| {
-                let state = crate::sources::team::TeamState::read(t);
-                TeamStatus {
-                    age_seconds: state
-                        .fetched_at
-                        .as_deref()
-                        .and_then(crate::time::parse_rfc3339)
-                        .map(|at| now.saturating_sub(at).max(0) as u64),
-                    name: t.name.clone(),
-                    url: t.url.clone(),
-                    git_ref: t.git_ref.clone(),
-                    revision: state.revision,
-                    fetched_at: state.fetched_at,
-                    error: state.error,
-                }
-            })
+            .map(TeamStatus::of)
             .collect(),
         repositories: engine
             .repositories
@@ -98,11 +98,7 @@ pub fn sources_status(engine: &Engine) -> SourcesStatus {
             .map(|r| RepositoryStatus {
                 root: r.root.display().to_string(),
                 served: r.served,
-                waiting: r
-                    .waiting
-                    .iter()
-                    .map(|w| format!("{}: {}: {}", w.file.display(), w.state, w.reason))
-                    .collect(),
+                waiting: r.waiting.iter().map(|w| w.line()).collect(),
                 errors: r.errors,
             })
             .collect(),

@@ -300,7 +300,11 @@ fn arm_sources(watch: &Watch, settings: &Settings) {
     for team in &settings.team_guidebooks {
         watch.add(WatchKey::Team(team.name.clone()), team.dir.clone(), true);
     }
-    watch.add(WatchKey::Trust, settings.home.join("trust.json"), false);
+    watch.add(
+        WatchKey::Trust,
+        crate::sources::trust::store_path(settings),
+        false,
+    );
     watch.check_all();
     match watch.mode() {
         WatchMode::Notify => tracing::info!("watching the sources for changes"),

@@ -31,24 +31,10 @@ pub(crate) mod watch;
 /// The guidebook as the sidecar serves it, loaded in this process: the root (without the parse
 /// cache), each team guidebook's last fetched checkout, and every trusted repository's rules.
 pub fn load_guidebook(settings: &crate::config::Settings) -> crate::guidebook::Guidebook {
-    let teams = settings
-        .team_guidebooks
-        .iter()
-        .map(|t| {
-            (
-                t.name.clone(),
-                team::TeamSource::new(t.clone()).checkout_dir(),
-            )
-        })
-        .collect();
-    let guidebook =
-        crate::guidebook::Guidebook::new(settings.guidebook_root.clone()).with_teams(teams);
+    let guidebook = crate::guidebook::Guidebook::new(settings.guidebook_root.clone())
+        .with_teams(team::checkouts(settings));
     guidebook.reload();
-    repository::RepositorySources::new(
-        settings.repository_rules.clone(),
-        settings.home.join("trust.json"),
-    )
-    .reload_all(&guidebook);
+    repository::RepositorySources::of(settings).reload_all(&guidebook);
     guidebook
 }
 

@@ -37,6 +37,13 @@ pub struct Waiting {
     pub reason: String,
 }
 
+impl Waiting {
+    /// `FILE: STATE: REASON`, as `status` and `explain` list it.
+    pub fn line(&self) -> String {
+        format!("{}: {}: {}", self.file.display(), self.state, self.reason)
+    }
+}
+
 /// What one repository's rule files came to at its last load.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -135,6 +142,14 @@ impl RepositorySources {
             fingerprints: Mutex::new(BTreeMap::new()),
             last_good: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// The sources `settings` configure: its `repositoryRules` and its trust store.
+    pub fn of(settings: &crate::config::Settings) -> Self {
+        Self::new(
+            settings.repository_rules.clone(),
+            trust::store_path(settings),
+        )
     }
 
     /// The trust store's path.
@@ -370,13 +385,9 @@ pub fn load_repository(
         bytes += text.len() as u64;
         if bytes > rules.max_bytes {
             report.truncated = true;
-            report.waiting.push(waiting(
-                "refused",
-                format!(
-                    "over the repository's cap of {} bytes of rule files (repositoryRules.maxBytes)",
-                    rules.max_bytes
-                ),
-            ));
+            report
+                .waiting
+                .push(waiting("refused", trust::over_bytes(rules)));
             continue;
         }
         match trusted.get(&relative) {

@@ -133,6 +133,12 @@ pub(crate) struct TeamState {
 }
 
 impl TeamState {
+    /// Seconds since the last good fetch, if there was one.
+    pub(crate) fn age_seconds(&self) -> Option<u64> {
+        let at = crate::time::parse_rfc3339(self.fetched_at.as_deref()?)?;
+        Some(crate::time::now_epoch().saturating_sub(at).max(0) as u64)
+    }
+
     /// The state of a source nothing has been tried for yet.
     fn fresh(team: &TeamGuidebook) -> TeamState {
         TeamState {
@@ -533,6 +539,15 @@ impl Drop for Refresher {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Each configured team guidebook's name and the checkout its guidelines are loaded from.
+pub(crate) fn checkouts(settings: &crate::config::Settings) -> Vec<(String, PathBuf)> {
+    settings
+        .team_guidebooks
+        .iter()
+        .map(|t| (t.name.clone(), TeamSource::new(t.clone()).checkout_dir()))
+        .collect()
 }
 
 /// One thread that refreshes every team once at start, then each every `refresh_minutes`, and
