@@ -382,3 +382,47 @@ fn a_format_turned_off_in_config_yaml_is_not_read() {
     );
     assert_eq!(ids.len(), 5, "{ids:?}");
 }
+
+/// `guidebook scan` and `guidebook review` evaluate with a trusted repository's rules, as the
+/// hook does, and scan names each rule's source.
+#[test]
+fn scan_and_review_see_a_trusted_repositorys_rules() {
+    let (dir, root) = test_guidebook_dir();
+    let sidecar = Sidecar::start(&root);
+    let (repo, file) = repository(dir.path());
+    let repo_arg = repo.to_str().unwrap();
+    let scanned = |sidecar: &Sidecar| -> Value {
+        let out = sidecar.cli(&["scan", "--json", repo_arg]);
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let fired = |report: &Value, id: &str| {
+        report["guidelines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == id)
+            .cloned()
+    };
+    assert!(fired(&scanned(&sidecar), "repo:shop/no-thread-sleep").is_none());
+    trust(&sidecar, &repo);
+    wait_rules(&sidecar, &file, "trusted", |s| s["served"] == 5);
+    let report = scanned(&sidecar);
+    let sleep = fired(&report, "repo:shop/no-thread-sleep").expect("scanned");
+    assert_eq!(sleep["files"], 1, "{sleep}");
+    assert_eq!(
+        sleep["source"],
+        ".guidebook/no-sleep/guideline.yaml:1 in this repository"
+    );
+    let out = sidecar.cli(&["review", "--format", "json", "--repo", repo_arg]);
+    let review: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = review["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"] == "src/api/Handler.kt")
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"repo:shop/no-thread-sleep"), "{review}");
+    assert!(ids.contains(&"repo:shop/src/api/AGENTS.md"), "{review}");
+}
