@@ -1,22 +1,140 @@
-//! What the real-agent tests share: the pinned CLIs from npm, and a scripted mock model server.
+//! What the real-agent tests share: the agents' CLIs from npm, and a scripted mock model server.
 //!
 //! Each agent is installed once with npm into `target/agents/<name>-<version>` (reused after
-//! that, so no network is needed once it is there) and runs against a [`MockServer`] on
+//! that, so no network is needed once it is there), at its pinned version, or with
+//! `ADAPTIVE_GUIDEBOOK_AGENTS=latest` (`scripts/test --latest-agents`) at the newest the npm
+//! registry serves, asked once per test process, and runs against a [`MockServer`] on
 //! 127.0.0.1 that answers with the agent's own streaming wire format and keeps every request.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
 use crate::harness::*;
 
+/// An agent's CLI on npm: its package, the version the tests pin, and the binary they run.
+/// Which version a run uses is [`Agent::version`]: the pin, or with
+/// `ADAPTIVE_GUIDEBOOK_AGENTS=latest` the newest the registry serves.
+pub struct Agent {
+    pub package: &'static str,
+    pub pinned: &'static str,
+    pub bin: &'static str,
+    latest: OnceLock<&'static str>,
+}
+
+impl Agent {
+    const fn pinned(package: &'static str, pinned: &'static str, bin: &'static str) -> Agent {
+        Agent {
+            package,
+            pinned,
+            bin,
+            latest: OnceLock::new(),
+        }
+    }
+
+    /// The version this test process runs: the pin, or the registry's newest (asked once).
+    pub fn version(&self) -> &'static str {
+        match agents_mode() {
+            AgentsMode::Pinned => self.pinned,
+            AgentsMode::Latest => self.latest.get_or_init(|| {
+                let newest = npm_newest(self.package);
+                // Straight to the process's stderr, past the test harness's capture: the
+                // weekly check's log says which versions it ran.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "agents: {} {newest} (pinned {})",
+                    self.package,
+                    self.pinned
+                );
+                newest
+            }),
+        }
+    }
+
+    /// The agent's executable at [`Agent::version`], installed on first use.
+    pub fn exe(&self) -> PathBuf {
+        npm_cli((self.package, self.version(), self.bin))
+    }
+}
+
 /// The agents' CLIs, pinned: moving to a newer release is one line each.
-pub const CODEX: (&str, &str, &str) = ("@openai/codex", "0.169.0", "codex");
-pub const CLAUDE_CODE: (&str, &str, &str) = ("@anthropic-ai/claude-code", "2.1.328", "claude");
-pub const GEMINI_CLI: (&str, &str, &str) = ("@google/gemini-cli", "0.61.0", "gemini");
+pub static CODEX: Agent = Agent::pinned("@openai/codex", "0.171.0", "codex");
+pub static CLAUDE_CODE: Agent = Agent::pinned("@anthropic-ai/claude-code", "2.1.332", "claude");
+pub static GEMINI_CLI: Agent = Agent::pinned("@google/gemini-cli", "0.61.0", "gemini");
+pub static COPILOT_CLI: Agent = Agent::pinned("@github/copilot", "1.0.102", "copilot");
+pub static OPENCODE: Agent = Agent::pinned("opencode-ai", "1.18.33", "opencode");
+
+/// The model the Claude Code tests name (`--model`); the mock answers whatever is named. Not
+/// one Claude Code lists as retired: 2.1.332 prints "⚠ Claude Sonnet 4.5 was retired on
+/// November 30, 2026. Consider switching to a newer model." after a `-p` answer, in the
+/// output the tests read.
+pub const CLAUDE_MODEL: &str = "claude-sonnet-4-6";
+
+/// The variable that picks the agents' versions, and what it may say.
+pub const AGENTS_VARIABLE: &str = "ADAPTIVE_GUIDEBOOK_AGENTS";
+
+/// Which versions of the agents a test process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentsMode {
+    /// The pins (the default).
+    Pinned,
+    /// The newest each package's registry serves: the weekly check.
+    Latest,
+}
+
+/// [`AGENTS_VARIABLE`]'s value read: unset, empty or `pinned` is [`AgentsMode::Pinned`],
+/// `latest` is [`AgentsMode::Latest`]; anything else an error naming the variable and both.
+pub fn parse_agents_mode(value: Option<&str>) -> Result<AgentsMode, String> {
+    match value.map(str::trim) {
+        None | Some("") | Some("pinned") => Ok(AgentsMode::Pinned),
+        Some("latest") => Ok(AgentsMode::Latest),
+        Some(other) => Err(format!(
+            "{AGENTS_VARIABLE}={other:?} is not a choice: `pinned` (the default, the versions \
+            tests/it/agents.rs pins) or `latest` (the newest the npm registry serves)"
+        )),
+    }
+}
+
+/// This process's [`AgentsMode`], from the environment; a wrong value fails the test.
+fn agents_mode() -> AgentsMode {
+    let value = std::env::var(AGENTS_VARIABLE).ok();
+    parse_agents_mode(value.as_deref()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The newest version of `package` the npm registry serves (`npm view PACKAGE version`).
+fn npm_newest(package: &str) -> &'static str {
+    let mut npm = Command::new("npm");
+    npm.args(["view", "--loglevel=error", package, "version"]);
+    let out = run_bounded(npm, b"", "npm view");
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        out.status.success() && !version.is_empty() && !version.contains(char::is_whitespace),
+        "asking npm for the newest {package} ({AGENTS_VARIABLE}=latest) failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Box::leak(version.into_boxed_str())
+}
+
+#[test]
+fn the_agents_switch_takes_pinned_or_latest_and_names_both_otherwise() {
+    assert_eq!(parse_agents_mode(None), Ok(AgentsMode::Pinned));
+    assert_eq!(parse_agents_mode(Some("pinned")), Ok(AgentsMode::Pinned));
+    assert_eq!(parse_agents_mode(Some("latest")), Ok(AgentsMode::Latest));
+    let wrong = parse_agents_mode(Some("newest")).unwrap_err();
+    for said in [
+        AGENTS_VARIABLE,
+        "\"newest\"",
+        "`pinned`",
+        "`latest`",
+        "default",
+    ] {
+        assert!(wrong.contains(said), "{wrong}");
+    }
+}
 
 /// The binary `bin` of npm package `package` at `version`, installed on first use.
 pub fn npm_cli((package, version, bin): (&str, &str, &str)) -> PathBuf {

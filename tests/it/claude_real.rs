@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::agents::{
     install_shim_hooks, printed, python_with_an_unused_import, ruff_exe, HungSidecar, Scene,
+    CLAUDE_MODEL,
 };
 use crate::harness::*;
 
@@ -30,7 +31,7 @@ fn claude(
         "--permission-mode",
         "acceptEdits",
         "--model",
-        "claude-sonnet-4-5",
+        CLAUDE_MODEL,
     ])
     .args(extra);
     run_bounded(cmd, b"", "claude -p")

@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agents::{npm_cli, python_with_an_unused_import, ruff_exe, HungSidecar, Scene, CODEX};
+use crate::agents::{python_with_an_unused_import, ruff_exe, HungSidecar, Scene, CODEX};
 use crate::harness::*;
 
 fn codex_binary() -> PathBuf {
-    npm_cli(CODEX)
+    CODEX.exe()
 }
 
 /// What `codex app-server` lists for the hooks of `codex_home` (the user layer) seen from `cwd`.

@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use crate::agents::{install_shim_hooks, printed};
+use crate::agents::{install_shim_hooks, printed, CLAUDE_MODEL};
 use crate::harness::*;
 
 /// `GlobalScope.launch` in `acme/*` Kotlin, counted only on the lines a change wrote.
@@ -72,7 +72,7 @@ fn claude_code_running_sed_in_place_through_bash_gets_the_guideline_in_its_next_
     let bash = |command: &str| ("Bash", json!({"command": command, "description": "edit"}));
     let mock = MockMessages::start(vec![bash(UNRELATED_SED), bash(WRITING_SED)]);
     let mut cmd = claude_command(&scene.home, &scene.work, &mock, &scene.sidecar.socket);
-    cmd.args(["-p", "launch the jobs", "--model", "claude-sonnet-4-5"])
+    cmd.args(["-p", "launch the jobs", "--model", CLAUDE_MODEL])
         .args(["--allowedTools", "Bash"]);
     let out = run_bounded(cmd, b"", "claude -p");
     let said = printed(&out);

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 
 use super::{guidebook_exe, run_bounded, shim_exe, PATIENT_HOOK_TIMEOUT_MS};
-use crate::agents::{npm_cli, sse, MockServer, CLAUDE_CODE, CODEX, GEMINI_CLI};
+use crate::agents::{sse, MockServer, CLAUDE_CODE, CODEX, COPILOT_CLI, GEMINI_CLI, OPENCODE};
 
 /// Whether a model request offers tools: an agent's own turn, not a side request.
 fn offers_tools(body: &Value) -> bool {
@@ -105,7 +105,7 @@ impl MockMessages {
 /// Claude Code (`claude`) in `work` for `home`'s user, its model at `mock` and our hooks finding
 /// `socket`; the caller adds the arguments.
 pub fn claude_command(home: &Path, work: &Path, mock: &MockMessages, socket: &Path) -> Command {
-    let mut cmd = Command::new(npm_cli(CLAUDE_CODE));
+    let mut cmd = Command::new(CLAUDE_CODE.exe());
     cmd.current_dir(work)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -233,7 +233,7 @@ pub fn codex_user(home: &Path, mock: &MockResponses, trust: bool) {
 
 /// `codex exec` in `work` for `home`'s user, with the hooks finding `socket`.
 pub fn codex_exec(home: &Path, work: &Path, socket: &Path, prompt: &str) -> Output {
-    let mut cmd = Command::new(npm_cli(CODEX));
+    let mut cmd = Command::new(CODEX.exe());
     cmd.args([
         "exec",
         "--skip-git-repo-check",
@@ -339,7 +339,7 @@ pub fn gemini_with_budget(
     budget_ms: &str,
     extra: &[&str],
 ) -> Output {
-    let mut cmd = Command::new(npm_cli(GEMINI_CLI));
+    let mut cmd = Command::new(GEMINI_CLI.exe());
     cmd.args(["-m", "gemini-2.5-pro", "-p", prompt, "--yolo"])
         .args(extra)
         .current_dir(work)
@@ -357,11 +357,6 @@ pub fn gemini_with_budget(
         .env("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS", budget_ms);
     run_bounded(cmd, b"", "gemini -p")
 }
-
-/// GitHub Copilot CLI and OpenCode, pinned like the other agents (`crate::agents`): moving to a
-/// newer release is one line each.
-pub const COPILOT_CLI: (&str, &str, &str) = ("@github/copilot", "1.0.102", "copilot");
-pub const OPENCODE: (&str, &str, &str) = ("opencode-ai", "1.18.33", "opencode");
 
 /// The OpenAI chat-completions API as Copilot CLI and OpenCode stream it: each request that
 /// offers tools gets the next scripted function call, anything else (OpenCode's title request)
@@ -447,7 +442,7 @@ pub fn tool_results(request: &Value) -> Vec<String> {
 /// Where Copilot CLI unpacks itself (235 MB) on first run: one directory beside its install,
 /// shared by every test, and filled once, before any test runs it.
 fn copilot_cache() -> std::path::PathBuf {
-    let exe = npm_cli(COPILOT_CLI);
+    let exe = COPILOT_CLI.exe();
     let cache = exe
         .ancestors()
         .nth(3)
@@ -522,7 +517,7 @@ pub fn copilot_command(
     budget_ms: &str,
 ) -> Command {
     let cache = copilot_cache();
-    let mut cmd = Command::new(npm_cli(COPILOT_CLI));
+    let mut cmd = Command::new(COPILOT_CLI.exe());
     cmd.args(["-p", prompt, "--allow-all"])
         .args(extra)
         .current_dir(work)
@@ -555,7 +550,7 @@ pub fn opencode_user(home: &Path, mock: &MockChatCompletions) {
     std::fs::write(
         config.join("package-lock.json"),
         json!({"lockfileVersion": 3, "packages": {"": {"dependencies":
-            {"@opencode-ai/plugin": OPENCODE.1}}}})
+            {"@opencode-ai/plugin": OPENCODE.version()}}}})
         .to_string(),
     )
     .unwrap();
@@ -606,7 +601,7 @@ pub fn opencode_with_budget(
     budget_ms: &str,
 ) -> Output {
     opencode_user(home, mock);
-    let mut cmd = Command::new(npm_cli(OPENCODE));
+    let mut cmd = Command::new(OPENCODE.exe());
     cmd.arg("run")
         .args(extra)
         .arg(prompt)
