@@ -314,6 +314,9 @@ fn judge(text: &str, dir: Option<&str>, protected: &Protected, depth: usize) -> 
         if let Some(what) = stops_the_sidecar(name, args, looked_up_us) {
             return Some(what);
         }
+        if let Some(what) = removes_our_plugin(name, args) {
+            return Some(what);
+        }
         if protected.named_in(&segment)
             && (!is_reader(name, args) || redirects_into(&segment, protected))
         {
@@ -491,6 +494,57 @@ fn judge_cli(cli: &[String]) -> Option<String> {
         _ => return None,
     };
     Some(control.to_owned())
+}
+
+/// The name of our Claude Code plugin, its marketplace and our Gemini CLI extension.
+const PLUGIN: &str = "adaptive-guidebook";
+
+/// Whether the command takes our plugin or extension out of the agent with the agent's own
+/// CLI: `claude plugin uninstall|disable adaptive-guidebook…`, `claude plugin marketplace
+/// remove adaptive-guidebook`, `gemini extensions uninstall|disable adaptive-guidebook`.
+fn removes_our_plugin(program: &str, args: &[String]) -> Option<String> {
+    let mut positional: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    // `npx @anthropic-ai/claude-code@2 plugin …`: the package names the program.
+    let mut program = program;
+    if matches!(program, "npx" | "bunx" | "pnpx") && !positional.is_empty() {
+        let package = positional.remove(0);
+        let package = package.strip_prefix('@').unwrap_or(package);
+        program = match package.split('@').next().unwrap_or(package) {
+            "anthropic-ai/claude-code" | "claude" => "claude",
+            "google/gemini-cli" | "gemini" => "gemini",
+            other => other,
+        };
+    }
+    let names_us = |rest: &[&str]| {
+        rest.iter()
+            .any(|a| *a == PLUGIN || a.starts_with(&format!("{PLUGIN}@")))
+    };
+    let what = match (program, positional.as_slice()) {
+        (
+            "claude",
+            ["plugin" | "plugins", verb @ ("uninstall" | "remove" | "disable"), rest @ ..],
+        ) if names_us(rest) => {
+            format!("claude plugin {verb}")
+        }
+        ("claude", ["plugin" | "plugins", "marketplace", verb @ ("remove" | "rm"), rest @ ..])
+            if names_us(rest) =>
+        {
+            format!("claude plugin marketplace {verb}")
+        }
+        ("gemini", ["extensions", verb @ ("uninstall" | "disable"), rest @ ..])
+            if names_us(rest) =>
+        {
+            format!("gemini extensions {verb}")
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "take the Adaptive Guidebook plugin out of the agent (`{what}`)"
+    ))
 }
 
 /// Whether the command stops the sidecar: `pkill`/`killall` naming it, `kill` of a pid that
@@ -717,6 +771,31 @@ mod tests {
 
     fn denied(command: &str) -> bool {
         check(&shell(command), &protected()).is_some()
+    }
+
+    #[test]
+    fn taking_our_plugin_out_of_the_agent_is_denied_and_other_plugins_are_not() {
+        for command in [
+            "claude plugin uninstall adaptive-guidebook@adaptive-guidebook",
+            "claude plugin disable adaptive-guidebook",
+            "claude plugins remove -s user adaptive-guidebook@adaptive-guidebook",
+            "claude plugin marketplace remove adaptive-guidebook",
+            "npx @anthropic-ai/claude-code@2.1.328 plugin marketplace rm adaptive-guidebook",
+            "npx @google/gemini-cli extensions uninstall adaptive-guidebook",
+            "gemini extensions uninstall adaptive-guidebook",
+            "gemini extensions disable --scope user adaptive-guidebook",
+        ] {
+            assert!(denied(command), "{command}");
+        }
+        for command in [
+            "claude plugin uninstall other@market",
+            "claude plugin install adaptive-guidebook@adaptive-guidebook",
+            "claude plugin list",
+            "gemini extensions uninstall other",
+            "gemini extensions list",
+        ] {
+            assert!(!denied(command), "{command}");
+        }
     }
 
     #[test]
