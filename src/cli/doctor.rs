@@ -411,7 +411,34 @@ fn agent_hooks(host: Host, name: &'static str) -> Check {
         }
     };
     let shown = path.display();
+    let plugin = hooks::plugin::installed(host);
+    if let Some(plugin) = plugin.as_ref().filter(|p| p.enabled) {
+        if !found.is_empty() {
+            return Check::warn(
+                name,
+                format!(
+                    "ours run twice: from {shown} and from the {} plugin in {}",
+                    hooks::plugin::NAME,
+                    plugin.dir.display()
+                ),
+                format!("keep one: guidebook hooks uninstall {}", host.flag()),
+            );
+        }
+        return plugin_check(name, plugin);
+    }
     if found.is_empty() {
+        if let Some(plugin) = plugin {
+            return Check::warn(
+                name,
+                format!(
+                    "none in {shown}; the {} plugin {} in {} is disabled",
+                    hooks::plugin::NAME,
+                    plugin.version,
+                    plugin.dir.display()
+                ),
+                plugin.enable,
+            );
+        }
         return Check::warn(name, format!("none in {shown}"), fix);
     }
     for (event, commands) in &found {
@@ -449,6 +476,25 @@ fn agent_hooks(host: Host, name: &'static str) -> Check {
             format!("no entry for {} in {shown}", missing.join(", ")),
             fix,
         )
+    }
+}
+
+/// Our plugin (Claude Code) or extension (Gemini CLI), installed and enabled: its hooks find a
+/// shim (its own `bin/`, else `PATH`).
+fn plugin_check(name: &'static str, plugin: &hooks::plugin::Installed) -> Check {
+    let what = format!(
+        "the {} plugin {} in {}",
+        hooks::plugin::NAME,
+        plugin.version,
+        plugin.dir.display()
+    );
+    match hooks::plugin::shim(plugin) {
+        Some(shim) => Check::ok(name, format!("{what}, running {}", shim.display())),
+        None => Check::fail(
+            name,
+            format!("{what}: its hooks find no guidebook-hook, in its bin/ or on PATH"),
+            REINSTALL,
+        ),
     }
 }
 

@@ -1182,3 +1182,64 @@ fn the_guide_shows_what_print_gives_for_copilot_cli() {
     );
     assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0);
 }
+
+/// A hooks file with every handler's command replaced by `COMMAND`: what stays is each event,
+/// matcher, type and timeout.
+fn with_command_erased(mut hooks: Value) -> Value {
+    for groups in hooks.as_object_mut().unwrap().values_mut() {
+        for group in groups.as_array_mut().unwrap() {
+            for handler in group["hooks"].as_array_mut().unwrap() {
+                handler["command"] = Value::from("COMMAND");
+            }
+        }
+    }
+    hooks
+}
+
+/// The Claude Code plugin and the Gemini CLI extension in `integrations/` carry the hooks
+/// `hooks install` writes (the same events, matchers and timeouts), their commands preferring
+/// the plugin's own `bin/guidebook-hook` (the release archive's) over the one on `PATH`.
+#[test]
+fn the_plugin_and_the_extension_carry_the_hooks_install_writes() {
+    for (flag, settings, shipped, root_variable) in [
+        (
+            "--claude",
+            ".claude/settings.json",
+            "integrations/claude-code/hooks/hooks.json",
+            "${CLAUDE_PLUGIN_ROOT}",
+        ),
+        (
+            "--gemini",
+            ".gemini/settings.json",
+            "integrations/gemini-cli/hooks/hooks.json",
+            "${extensionPath}",
+        ),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let out = guidebook(home.path(), &["hooks", "install", flag]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let installed: Value =
+            serde_json::from_slice(&std::fs::read(home.path().join(settings)).unwrap()).unwrap();
+        let plugin: Value =
+            serde_json::from_slice(&std::fs::read(manifest_dir().join(shipped)).unwrap()).unwrap();
+        assert_eq!(
+            with_command_erased(plugin["hooks"].clone()),
+            with_command_erased(installed["hooks"].clone()),
+            "{shipped} against what `hooks install {flag}` writes"
+        );
+        let expected = format!(
+            "p=\"{root_variable}/bin/guidebook-hook\"; [ -x \"$p\" ] || p=guidebook-hook; exec \"$p\""
+        );
+        for groups in plugin["hooks"].as_object().unwrap().values() {
+            for group in groups.as_array().unwrap() {
+                for handler in group["hooks"].as_array().unwrap() {
+                    assert_eq!(
+                        handler["command"],
+                        Value::from(expected.clone()),
+                        "{shipped}"
+                    );
+                }
+            }
+        }
+    }
+}

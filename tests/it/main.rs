@@ -29,6 +29,7 @@ mod mcp;
 mod metrics;
 mod opencode_real;
 mod openrpc;
+mod plugins_real;
 mod presentation;
 mod protocol;
 mod relevance;

@@ -20,7 +20,8 @@
 //! - [`edit`]: our entries merged in and out of the JSON settings, and where they landed;
 //! - [`codex_toml`]: our MCP server in Codex's `config.toml`;
 //! - [`codex_trust`]: Codex's trust records, computed from what this run wrote;
-//! - [`files`]: where the files are, read and written without following a planted link.
+//! - [`files`]: where the files are, read and written without following a planted link;
+//! - [`plugin`]: our Claude Code plugin and Gemini CLI extension, as the agents installed them.
 
 use std::io;
 use std::os::unix::fs::PermissionsExt;
@@ -37,6 +38,7 @@ mod files;
 mod host;
 mod json_tree;
 pub mod opencode;
+pub mod plugin;
 
 pub use codex_toml::{install_codex_mcp_server, TableOwner};
 use edit::trust_copilot_folder;

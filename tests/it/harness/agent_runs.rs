@@ -292,6 +292,10 @@ impl MockGemini {
         MockGemini { server }
     }
 
+    pub fn port(&self) -> u16 {
+        self.server.port
+    }
+
     /// The agent's turns (requests that offered tools), in order.
     pub fn turns(&self) -> Vec<Value> {
         self.server
