@@ -1198,9 +1198,23 @@ fn with_command_erased(mut hooks: Value) -> Value {
 
 /// The Claude Code plugin and the Gemini CLI extension in `integrations/` carry the hooks
 /// `hooks install` writes (the same events, matchers and timeouts), their commands preferring
-/// the plugin's own `bin/guidebook-hook` (the release archive's) over the one on `PATH`.
+/// the plugin's own `bin/guidebook-hook` (the release archive's) over the one on `PATH`, and
+/// the version of the binaries they run.
 #[test]
 fn the_plugin_and_the_extension_carry_the_hooks_install_writes() {
+    for manifest in [
+        "integrations/claude-code/.claude-plugin/plugin.json",
+        "integrations/gemini-cli/gemini-extension.json",
+    ] {
+        let manifest_json: Value =
+            serde_json::from_slice(&std::fs::read(manifest_dir().join(manifest)).unwrap()).unwrap();
+        assert_eq!(
+            manifest_json["version"],
+            env!("CARGO_PKG_VERSION"),
+            "{manifest}"
+        );
+        assert_eq!(manifest_json["name"], "adaptive-guidebook", "{manifest}");
+    }
     for (flag, settings, shipped, root_variable) in [
         (
             "--claude",
