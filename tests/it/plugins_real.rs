@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 use serde_json::json;
 
-use crate::agents::{printed, Scene, CLAUDE_CODE, GEMINI_CLI};
+use crate::agents::{printed, Scene, CLAUDE_CODE, CLAUDE_MODEL, GEMINI_CLI};
 use crate::harness::*;
 
 /// The plugin's and the extension's name, and the marketplace's.
@@ -212,7 +212,7 @@ fn claude_writes(scene: &Scene, path: &OsString, rel: &str) -> Vec<serde_json::V
         "--permission-mode",
         "acceptEdits",
         "--model",
-        "claude-sonnet-4-5",
+        CLAUDE_MODEL,
     ]);
     let out = run_bounded(cmd, b"", "claude -p");
     assert!(out.status.success(), "{}", printed(&out));
@@ -278,7 +278,7 @@ fn claude_plugin_round_trip(source: &Path, path: OsString, bundled: bool) {
         "--allowedTools",
         "Bash",
         "--model",
-        "claude-sonnet-4-5",
+        CLAUDE_MODEL,
     ]);
     let out = run_bounded(cmd, b"", "claude -p");
     assert!(out.status.success(), "{}", printed(&out));
