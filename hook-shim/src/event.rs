@@ -36,6 +36,9 @@ pub enum EventName {
     SessionStart(Option<String>),
     /// Codex: the context was compacted; GitHub Copilot CLI's `preCompact`: it is about to be.
     PostCompact,
+    /// Claude Code (2.1.332+): a shell command a skill's or command's text holds is about to
+    /// run (its `!` lines); it passes no `PreToolUse`. Read as a shell tool call, for the guard.
+    PreSkillShellCommand,
     Other(String),
 }
 
@@ -550,6 +553,7 @@ fn read_codex_or_claude(event: &Value) -> Option<HookEvent> {
             EventName::SessionStart(str_field(event, "source").map(str::to_owned))
         }
         Some("PostCompact") => EventName::PostCompact,
+        Some("PreSkillShellCommand") => EventName::PreSkillShellCommand,
         Some(other) => EventName::Other(other.to_owned()),
         None => EventName::Other(String::new()),
     };
@@ -560,7 +564,12 @@ fn read_codex_or_claude(event: &Value) -> Option<HookEvent> {
     };
     let tool = str_field(event, "tool_name").map(|tool| ToolCall {
         name: tool.to_owned(),
-        input: tool_input(tool, event.get("tool_input"), event.get("tool_response")),
+        // A skill's shell command is `{command}` whichever shell runs it (Bash, PowerShell).
+        input: if name == EventName::PreSkillShellCommand {
+            tool_input("Bash", event.get("tool_input"), None)
+        } else {
+            tool_input(tool, event.get("tool_input"), event.get("tool_response"))
+        },
         output: event
             .get("tool_response")
             .and_then(output_text)

@@ -177,23 +177,26 @@ fn normalised(path: &str) -> Option<String> {
 /// Whether [`check`] has anything to judge in `event`: a shell command or an edit about to run.
 /// Every other event (every `PostToolUse`, the hook's busiest path) needs no protected places.
 pub fn judges(event: &HookEvent) -> bool {
-    event.name == EventName::PreToolUse
-        && event.tool.as_ref().is_some_and(|tool| {
-            matches!(
-                tool.input,
-                ToolInput::Shell {
-                    command: Some(_),
-                    ..
-                } | ToolInput::Patch(_)
-                    | ToolInput::EditFile(Some(_))
-            )
-        })
+    matches!(
+        event.name,
+        EventName::PreToolUse | EventName::PreSkillShellCommand
+    ) && event.tool.as_ref().is_some_and(|tool| {
+        matches!(
+            tool.input,
+            ToolInput::Shell {
+                command: Some(_),
+                ..
+            } | ToolInput::Patch(_)
+                | ToolInput::EditFile(Some(_))
+        )
+    })
 }
 
 /// The deny reason for `event` when it would lift a guardrail, else `None`. Only a tool call
-/// about to run (`PreToolUse`, Gemini CLI's `BeforeTool`) is judged.
+/// about to run (`PreToolUse`, Gemini CLI's `BeforeTool`) and a skill's shell command about to
+/// run (Claude Code's `PreSkillShellCommand`) are judged.
 pub fn check(event: &HookEvent, protected: &Protected) -> Option<String> {
-    if event.name != EventName::PreToolUse {
+    if !judges(event) {
         return None;
     }
     let tool = event.tool.as_ref()?;

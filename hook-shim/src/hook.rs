@@ -373,4 +373,38 @@ mod tests {
         );
         assert!(link.asked.is_empty(), "the sidecar is not asked");
     }
+
+    /// Claude Code 2.1.332's event for a skill's or command's `!` shell line (the payload as
+    /// it sent it): judged like a shell tool call, denied in that event's own name; a harmless
+    /// one asks nothing and prints nothing.
+    #[test]
+    fn a_skills_shell_command_that_lifts_a_guardrail_is_denied_in_its_own_event() {
+        let event = |command: &str| {
+            json!({"session_id": "s", "cwd": "/w", "permission_mode": "default",
+                "hook_event_name": "PreSkillShellCommand", "tool_name": "Bash",
+                "tool_input": {"command": command}, "tool_use_id": "u:inner:preamble-0",
+                "command_name": "setup", "command_source": "projectSettings", "invoked_by": "user"})
+        };
+        let mut link = scripted(vec![]);
+        let line = handle_event(
+            &event("guidebook trust ."),
+            None,
+            Protected::default,
+            &mut link,
+        )
+        .unwrap();
+        let output: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            output["hookSpecificOutput"]["hookEventName"],
+            "PreSkillShellCommand"
+        );
+        assert_eq!(output["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert!(output["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("guidebook trust"));
+        let quiet = handle_event(&event("git status"), None, Protected::default, &mut link);
+        assert_eq!(quiet, None);
+        assert!(link.asked.is_empty(), "the sidecar is not asked");
+    }
 }

@@ -10,12 +10,14 @@ use crate::event::{EventName, HookEvent, Host};
 use crate::plan::Action;
 use crate::protocol::{context_text, Shown};
 
-/// Whose output shapes an answer takes: the host, and the event name an after-tool context is
-/// labelled with (`PostToolUse`, Claude Code's `PostToolUseFailure`, Gemini CLI's `AfterTool`).
+/// Whose output shapes an answer takes: the host, the event name an after-tool context is
+/// labelled with (`PostToolUse`, Claude Code's `PostToolUseFailure`, Gemini CLI's `AfterTool`),
+/// and the one a deny is (`PreToolUse`, Claude Code's `PreSkillShellCommand`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
     pub host: Host,
     pub after_tool: &'static str,
+    pub before_tool: &'static str,
 }
 
 impl Shape {
@@ -26,9 +28,14 @@ impl Shape {
             (_, EventName::PostToolUseFailure) => "PostToolUseFailure",
             _ => "PostToolUse",
         };
+        let before_tool = match event.name {
+            EventName::PreSkillShellCommand => "PreSkillShellCommand",
+            _ => "PreToolUse",
+        };
         Shape {
             host: event.host,
             after_tool,
+            before_tool,
         }
     }
 
@@ -41,6 +48,7 @@ impl Shape {
             } else {
                 "PostToolUse"
             },
+            before_tool: "PreToolUse",
         }
     }
 }
@@ -50,7 +58,8 @@ impl Shape {
 ///
 /// - halt → exactly `{"continue":false,"stopReason":REASON}` (every host);
 /// - deny → exactly `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
-///   "permissionDecision":"deny","permissionDecisionReason":REASON}}`; Gemini CLI:
+///   "permissionDecision":"deny","permissionDecisionReason":REASON}}` (`PreSkillShellCommand`
+///   for Claude Code's skill shell command); Gemini CLI:
 ///   `{"decision":"deny","reason":REASON}`;
 /// - halt after Claude Code's `PostToolUseFailure`, which ignores `continue` → the same, with
 ///   the reason also as that event's `additionalContext`;
@@ -93,7 +102,8 @@ pub fn render_hook(
             Value::from(reason.as_str())
         )),
         BreakerVerdict::Deny(reason) => Some(format!(
-            r#"{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":{}}}}}"#,
+            r#"{{"hookSpecificOutput":{{"hookEventName":"{}","permissionDecision":"deny","permissionDecisionReason":{}}}}}"#,
+            shape.before_tool,
             Value::from(reason.as_str())
         )),
         BreakerVerdict::Warning(line) => Some(after_tool_context(

@@ -85,6 +85,10 @@ impl Host {
                 ("PostToolUse", Some("Edit|Write|MultiEdit|Bash")),
                 ("PostToolUseFailure", Some("Bash")),
                 ("SessionStart", Some("compact|clear")),
+                // A skill's or command's `!` shell line (2.1.332+) passes no `PreToolUse`:
+                // the guard judges it here. An older Claude Code skips the event with a
+                // warning on stderr.
+                ("PreSkillShellCommand", None),
             ],
             // Gemini CLI matches tool events by regex on its own tool names. `SessionStart` (no
             // matcher: `clear` resets, the other sources say nothing) follows `/clear`.
@@ -152,6 +156,7 @@ impl Host {
                 ),
                 ("PostToolUseFailure", &[(Some("Bash"), CLAUDE_BASH_FAILURE)]),
                 ("SessionStart", &[(Some("compact|clear"), SESSION_START)]),
+                ("PreSkillShellCommand", &[(None, CLAUDE_BASH_GATE)]),
             ],
             // Gemini CLI and Copilot CLI run command hooks only; OpenCode, a plugin.
             Host::Gemini | Host::Copilot | Host::OpenCode => &[],
