@@ -185,6 +185,14 @@ pub fn install_shim_hooks(home: &std::path::Path, host_flag: &str) {
     );
 }
 
+/// `PATH` as after `cargo install`: our binaries' directory (`guidebook`, `guidebook-hook`)
+/// first.
+pub fn path_with_ours() -> std::ffi::OsString {
+    let ours = shim_exe().parent().unwrap().to_path_buf();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(ours).chain(std::env::split_paths(&rest))).unwrap()
+}
+
 /// The guideline the real-agent tests expect in the next request: in scope for `acme/*`
 /// Kotlin files that launch in `GlobalScope`.
 pub const GLOBALSCOPE: &str =

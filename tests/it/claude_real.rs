@@ -11,8 +11,8 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::agents::{
-    install_shim_hooks, printed, python_with_an_unused_import, ruff_exe, HungSidecar, Scene,
-    CLAUDE_MODEL,
+    install_shim_hooks, path_with_ours, printed, python_with_an_unused_import, ruff_exe,
+    HungSidecar, Scene, CLAUDE_MODEL,
 };
 use crate::harness::*;
 
@@ -277,11 +277,7 @@ fn a_repository_commands_shell_line_that_would_trust_it_is_denied() {
         let home = dir.path().join("user");
         std::fs::create_dir_all(&home).unwrap();
         let agent_socket = install_hooks(&home, &sidecar, mcp);
-        let ours = shim_exe().parent().unwrap().to_path_buf();
-        let path = std::env::join_paths(std::iter::once(ours).chain(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        )))
-        .unwrap();
+        let path = path_with_ours();
         let setup = |label: &str| {
             let mock = MockMessages::start(vec![]);
             let mut cmd = claude_command(&home, &work, &mock, &agent_socket);

@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 use serde_json::json;
 
-use crate::agents::{printed, Scene, CLAUDE_CODE, CLAUDE_MODEL, GEMINI_CLI};
+use crate::agents::{path_with_ours, printed, Scene, CLAUDE_CODE, CLAUDE_MODEL, GEMINI_CLI};
 use crate::harness::*;
 
 /// The plugin's and the extension's name, and the marketplace's.
@@ -22,13 +22,6 @@ const NAME: &str = "adaptive-guidebook";
 
 /// The Kotlin file every scenario writes: it launches in `GlobalScope`.
 const KOTLIN: &str = "package acme\nfun start() = GlobalScope.launch { }\n";
-
-/// `PATH` as after `cargo install`: our binaries' directory first.
-fn path_with_ours() -> OsString {
-    let ours = shim_exe().parent().unwrap().to_path_buf();
-    let rest = std::env::var_os("PATH").unwrap_or_default();
-    std::env::join_paths(std::iter::once(ours).chain(std::env::split_paths(&rest))).unwrap()
-}
 
 /// `PATH` without any directory that holds a `guidebook-hook` or a `guidebook`: what the
 /// release archive's plugin must run with.
