@@ -503,50 +503,60 @@ fn judge_cli(cli: &[String]) -> Option<String> {
 const PLUGIN: &str = "adaptive-guidebook";
 
 /// Whether the command takes our plugin or extension out of the agent with the agent's own
-/// CLI: `claude plugin uninstall|disable adaptive-guidebook…`, `claude plugin marketplace
-/// remove adaptive-guidebook`, `gemini extensions uninstall|disable adaptive-guidebook`.
+/// CLI: `claude plugin uninstall|remove|rm|disable adaptive-guidebook…` (or `disable --all`),
+/// `claude plugin marketplace remove|rm adaptive-guidebook`, `gemini extensions|extension
+/// uninstall|disable adaptive-guidebook` (or `--all`, or the extension's source path). The verbs
+/// are found anywhere among the words, so global options before them (`gemini -m x …`) and
+/// `npx [-p] @anthropic-ai/claude-code …` change nothing.
 fn removes_our_plugin(program: &str, args: &[String]) -> Option<String> {
-    let mut positional: Vec<&str> = args
-        .iter()
-        .map(String::as_str)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    // `npx @anthropic-ai/claude-code@2 plugin …`: the package names the program.
-    let mut program = program;
-    if matches!(program, "npx" | "bunx" | "pnpx") && !positional.is_empty() {
-        let package = positional.remove(0);
-        let package = package.strip_prefix('@').unwrap_or(package);
-        program = match package.split('@').next().unwrap_or(package) {
-            "anthropic-ai/claude-code" | "claude" => "claude",
-            "google/gemini-cli" | "gemini" => "gemini",
-            other => other,
-        };
-    }
-    let names_us = |rest: &[&str]| {
-        rest.iter()
-            .any(|a| *a == PLUGIN || a.starts_with(&format!("{PLUGIN}@")))
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let agent_of = |word: &str| {
+        let package = word.strip_prefix('@').unwrap_or(word);
+        match package.split('@').next().unwrap_or(package) {
+            "anthropic-ai/claude-code" | "claude" => Some("claude"),
+            "google/gemini-cli" | "gemini" => Some("gemini"),
+            _ => None,
+        }
     };
-    let what = match (program, positional.as_slice()) {
-        (
-            "claude",
-            ["plugin" | "plugins", verb @ ("uninstall" | "remove" | "disable"), rest @ ..],
-        ) if names_us(rest) => {
-            format!("claude plugin {verb}")
-        }
-        ("claude", ["plugin" | "plugins", "marketplace", verb @ ("remove" | "rm"), rest @ ..])
-            if names_us(rest) =>
-        {
-            format!("claude plugin marketplace {verb}")
-        }
-        ("gemini", ["extensions", verb @ ("uninstall" | "disable"), rest @ ..])
-            if names_us(rest) =>
-        {
-            format!("gemini extensions {verb}")
-        }
-        _ => return None,
+    let program = match program {
+        "npx" | "bunx" | "pnpx" => words.iter().find_map(|w| agent_of(w))?,
+        other => agent_of(other)?,
+    };
+    let all = words.iter().any(|w| matches!(*w, "--all" | "-a"));
+    let names_us = words.iter().any(|w| {
+        *w == PLUGIN
+            || w.starts_with(&format!("{PLUGIN}@"))
+            || (program == "gemini" && w.trim_end_matches('/').ends_with("integrations/gemini-cli"))
+    });
+    let positional: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    let found = |sequence: &[&[&str]]| {
+        positional
+            .windows(sequence.len())
+            .find(|window| {
+                window
+                    .iter()
+                    .zip(sequence)
+                    .all(|(w, one_of)| one_of.contains(w))
+            })
+            .map(|window| window.join(" "))
+    };
+    const PLUGIN_WORDS: &[&str] = &["plugin", "plugins"];
+    let what = match program {
+        "claude" => found(&[PLUGIN_WORDS, &["marketplace"], &["remove", "rm"]])
+            .filter(|_| names_us)
+            .or_else(|| {
+                found(&[PLUGIN_WORDS, &["uninstall", "remove", "rm", "disable"]])
+                    .filter(|_| names_us || all)
+            })?,
+        _ => found(&[&["extensions", "extension"], &["uninstall", "disable"]])
+            .filter(|_| names_us || all)?,
     };
     Some(format!(
-        "take the Adaptive Guidebook plugin out of the agent (`{what}`)"
+        "take the Adaptive Guidebook plugin out of the agent (`{program} {what}`)"
     ))
 }
 
@@ -787,6 +797,14 @@ mod tests {
             "npx @google/gemini-cli extensions uninstall adaptive-guidebook",
             "gemini extensions uninstall adaptive-guidebook",
             "gemini extensions disable --scope user adaptive-guidebook",
+            "claude plugin rm adaptive-guidebook@adaptive-guidebook",
+            "claude plugin disable --all",
+            "claude --settings f.json plugin uninstall adaptive-guidebook",
+            "npx -p @anthropic-ai/claude-code claude plugin disable -a",
+            "gemini extensions uninstall --all",
+            "gemini extension uninstall adaptive-guidebook",
+            "gemini -m x extensions uninstall adaptive-guidebook",
+            "gemini extensions uninstall /opt/adaptive-guidebook-0.1.0/integrations/gemini-cli/",
         ] {
             assert!(denied(command), "{command}");
         }
@@ -796,6 +814,10 @@ mod tests {
             "claude plugin list",
             "gemini extensions uninstall other",
             "gemini extensions list",
+            "claude plugin uninstall adaptive-guidebook-extra@market",
+            "claude plugin marketplace remove other --all",
+            "gemini extensions install /opt/ag/integrations/gemini-cli",
+            "npx prettier --write adaptive-guidebook",
         ] {
             assert!(!denied(command), "{command}");
         }
