@@ -35,17 +35,22 @@ fn path_without_ours() -> OsString {
 /// `scripts/package --bin-dir <our debug binaries>`, unpacked in `dir`: the archive's top
 /// directory.
 fn release_archive(dir: &Path) -> PathBuf {
+    // Run from `dir`, `--out` relative to it.
     let mut package = Command::new("bash");
     package
+        .current_dir(dir)
         .arg(manifest_dir().join("scripts/package"))
         .arg("--bin-dir")
         .arg(shim_exe().parent().unwrap())
-        .arg("--out")
-        .arg(dir);
+        .args(["--out", "dist"]);
     let out = run_bounded(package, b"", "scripts/package");
     assert!(out.status.success(), "{}", printed(&out));
     let archive = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(archive.ends_with(".tar.gz"), "{archive}");
+    assert!(
+        archive.starts_with(&dir.join("dist/").display().to_string())
+            && archive.ends_with(".tar.gz"),
+        "{archive}"
+    );
     let mut untar = Command::new("tar");
     untar.arg("-xzf").arg(&archive).arg("-C").arg(dir);
     let out = run_bounded(untar, b"", "tar -xzf");
@@ -127,16 +132,30 @@ fn doctor_sees_the_plugin(scene: &Scene, path: &OsString, host: &str, bundled: b
             )),
         "{line}"
     );
-    let (installed, running) = line
-        .split_once(" in ")
-        .and_then(|(_, rest)| rest.split_once(", running "))
+    let running = line
+        .split_once(", running ")
+        .map(|(_, shim)| shim.trim_end())
         .unwrap_or_else(|| panic!("{line}"));
+    // Where the agent keeps its copy of the plugin: the bundled shim runs from there.
+    let installed = match host {
+        "claude" => scene
+            .home
+            .join(".claude/plugins/cache")
+            .join(NAME)
+            .join(NAME)
+            .join(env!("CARGO_PKG_VERSION")),
+        _ => scene.home.join(".gemini/extensions").join(NAME),
+    };
+    assert!(
+        line.contains(&format!(" in {}, ", installed.display())),
+        "{line}"
+    );
     let expected = if bundled {
-        format!("{installed}/bin/guidebook-hook")
+        installed.join("bin/guidebook-hook").display().to_string()
     } else {
         shim_exe().display().to_string()
     };
-    assert_eq!(running.trim_end(), expected, "{line}");
+    assert_eq!(running, expected, "{line}");
     let flag = format!("--{host}");
     let mut install = Command::new(guidebook_exe());
     install
