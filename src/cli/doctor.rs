@@ -411,7 +411,16 @@ fn agent_hooks(host: Host, name: &'static str) -> Check {
         }
     };
     let shown = path.display();
-    let plugin = hooks::plugin::installed(host);
+    let plugin = match hooks::plugin::installed(host) {
+        Ok(plugin) => plugin,
+        Err(e) => {
+            return Check::fail(
+                name,
+                format!("cannot read the agent's plugin records: {e}"),
+                "correct or remove that file with the agent's own commands",
+            )
+        }
+    };
     if let Some(plugin) = plugin.as_ref().filter(|p| p.enabled) {
         if !found.is_empty() {
             return Check::warn(
@@ -492,8 +501,8 @@ fn plugin_check(name: &'static str, plugin: &hooks::plugin::Installed) -> Check 
         Some(shim) => Check::ok(name, format!("{what}, running {}", shim.display())),
         None => Check::fail(
             name,
-            format!("{what}: its hooks find no guidebook-hook, in its bin/ or on PATH"),
-            REINSTALL,
+            format!("{what}: its hooks find no executable guidebook-hook, in its bin/ or on PATH"),
+            format!("install the plugin from the release archive (it carries its own binaries), or put guidebook-hook on PATH: {REINSTALL}"),
         ),
     }
 }
