@@ -73,7 +73,10 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
-/// Walks up from `file` to the nearest directory holding a `.git` entry. A `.git` *file*
+/// Walks up from `file` to the nearest directory holding a `.git` entry that is a git
+/// directory, as git itself tells one (it holds `HEAD`): an empty `.git` directory is passed
+/// by, as git passes it (empty `.git`, `.codex`, `.agents` and `.aws` directories appeared in
+/// `/tmp` during a run of the real agents' tests). A `.git` *file*
 /// (linked worktree or submodule) is followed to the git directory it names.
 pub fn find_repository(file: &Path) -> Option<RepositoryRoot> {
     for dir in file.ancestors().skip(1) {
@@ -95,6 +98,9 @@ pub fn find_repository(file: &Path) -> Option<RepositoryRoot> {
         } else {
             continue;
         };
+        if !git_dir.join("HEAD").is_file() {
+            continue;
+        }
         // Linked worktrees keep their remotes in the common directory named by `commondir`.
         let common = match std::fs::read_to_string(git_dir.join("commondir")) {
             Ok(c) => {
@@ -180,6 +186,28 @@ fn last_two(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An empty `.git` directory (as a sandbox leaves behind) is no repository; the walk goes
+    /// on to the real one above it, and a `.git` file is followed to the directory it names.
+    #[test]
+    fn only_a_git_directory_with_a_head_is_a_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let outer = dir.path();
+        std::fs::create_dir_all(outer.join(".git")).unwrap();
+        std::fs::write(outer.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let inner = outer.join("tmp");
+        std::fs::create_dir_all(inner.join(".git")).unwrap();
+        let found = find_repository(&inner.join("a.kt")).unwrap();
+        assert_eq!(found.root, outer, "the empty .git is passed by");
+        std::fs::write(inner.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(find_repository(&inner.join("a.kt")).unwrap().root, inner);
+        let linked = outer.join("linked");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::fs::write(linked.join(".git"), "gitdir: ../tmp/.git\n").unwrap();
+        let found = find_repository(&linked.join("a.kt")).unwrap();
+        assert_eq!(found.root, linked);
+        assert_eq!(found.config, linked.join("../tmp/.git/config"));
+    }
 
     #[test]
     fn normalizes_the_contract_examples() {

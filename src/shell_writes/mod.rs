@@ -364,6 +364,7 @@ mod tests {
     fn repo(dir: &Path) -> PathBuf {
         let work = dir.join("work");
         std::fs::create_dir_all(work.join(".git")).unwrap();
+        std::fs::write(work.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(work.join("src/deep")).unwrap();
         std::fs::create_dir_all(work.join("build")).unwrap();
         std::fs::write(work.join(".gitignore"), "build/\n*.log\n").unwrap();

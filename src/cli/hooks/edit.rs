@@ -717,9 +717,13 @@ mod tests {
         assert_eq!((pre.event, pre.group, pre.handler), ("PreToolUse", 0, 0));
         assert_eq!(pre.matcher.as_deref(), Some("Write"));
         assert_eq!(pre.definition, hooks["PreToolUse"][0]["hooks"][0]);
-        assert_eq!(installed.placed.len(), 4, "and SessionStart, appended");
-        let last = &installed.placed[3];
-        assert_eq!((last.event, last.group), ("SessionStart", 0));
+        assert_eq!(
+            installed.placed.len(),
+            5,
+            "and SessionStart and PreSkillShellCommand, appended"
+        );
+        let last = &installed.placed[4];
+        assert_eq!((last.event, last.group), ("PreSkillShellCommand", 0));
         // Again: nothing changes.
         assert_eq!(
             install(&installed.text, Host::Claude, &Wiring::Command(CMD.into())).unwrap(),
@@ -925,6 +929,17 @@ mod tests {
           }
         ]
       }
+    ],
+    "PreSkillShellCommand": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "guidebook-hook",
+            "timeout": 5
+          }
+        ]
+      }
     ]
   }
 }
@@ -1099,7 +1114,7 @@ mod tests {
         assert_eq!(install(&mcp, Host::Claude, &Wiring::Mcp).unwrap(), mcp);
         let command = install(&mcp, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
         assert!(!command.contains("\"guidebook\""), "{command}");
-        assert_eq!(installed(&command, Host::Claude).unwrap().len(), 4);
+        assert_eq!(installed(&command, Host::Claude).unwrap().len(), 5);
         assert_eq!(
             installed(&mcp, Host::Claude).unwrap()[1].1,
             ["mcp_tool guidebook/hook", "mcp_tool guidebook/hook"]
