@@ -178,9 +178,10 @@ fn doctor_sees_the_plugin(scene: &Scene, path: &OsString, host: &str, bundled: b
         .success());
 }
 
-/// `claude ARGS` for `home`'s user, outside any model run (plugin management); must succeed.
-fn claude_cli(scene: &Scene, path: &OsString, args: &[&str]) -> String {
-    let mut cmd = Command::new(CLAUDE_CODE.exe());
+/// `AGENT ARGS` (its executable `exe`) for the scene's user, outside any model run (plugin
+/// management); `stdin` answers its questions. Must succeed; what it printed.
+fn agent_cli(exe: &Path, scene: &Scene, path: &OsString, args: &[&str], stdin: &[u8]) -> String {
+    let mut cmd = Command::new(exe);
     cmd.args(args)
         .current_dir(&scene.home)
         .env_clear()
@@ -190,15 +191,24 @@ fn claude_cli(scene: &Scene, path: &OsString, args: &[&str]) -> String {
         .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_TELEMETRY", "1");
-    let what = format!("claude {}", args.join(" "));
-    let out = run_bounded(cmd, b"", &what);
+    let what = format!("{} {}", exe.display(), args.join(" "));
+    let out = run_bounded(cmd, stdin, &what);
     assert!(out.status.success(), "{what}: {}", printed(&out));
     printed(&out)
 }
 
-/// How many times the guideline's block appears in one Claude Code request's messages.
-fn claude_shown(request: &serde_json::Value) -> usize {
-    request["messages"]
+fn claude_cli(scene: &Scene, path: &OsString, args: &[&str]) -> String {
+    agent_cli(&CLAUDE_CODE.exe(), scene, path, args, b"")
+}
+
+fn gemini_cli(scene: &Scene, path: &OsString, args: &[&str], stdin: &[u8]) -> String {
+    agent_cli(&GEMINI_CLI.exe(), scene, path, args, stdin)
+}
+
+/// How many times the guideline's block appears in one request's `key` (Claude Code's
+/// `messages`, Gemini CLI's `contents`).
+fn shown(request: &serde_json::Value, key: &str) -> usize {
+    request[key]
         .to_string()
         .matches("[kotlin-no-globalscope]")
         .count()
@@ -269,16 +279,20 @@ fn claude_plugin_round_trip(source: &Path, path: OsString, bundled: bool) {
 
     let turns = claude_writes(&scene, &path, "src/main/kotlin/Jobs.kt");
     assert_eq!(turns.len(), 3, "write, edit, done");
-    assert_eq!(claude_shown(&turns[0]), 0);
+    assert_eq!(shown(&turns[0], "messages"), 0);
     assert_eq!(
-        claude_shown(&turns[1]),
+        shown(&turns[1], "messages"),
         1,
         "the request after the Write carries the guideline"
     );
     assert!(turns[1]["messages"]
         .to_string()
         .contains("PostToolUse:Write hook additional context"));
-    assert_eq!(claude_shown(&turns[2]), 1, "the Edit does not repeat it");
+    assert_eq!(
+        shown(&turns[2], "messages"),
+        1,
+        "the Edit does not repeat it"
+    );
 
     // The agent cannot take the plugin out itself: our PreToolUse denies its Bash call.
     let uninstall = format!("claude plugin uninstall {id}");
@@ -343,7 +357,7 @@ fn claude_plugin_round_trip(source: &Path, path: OsString, bundled: bool) {
     );
     let turns = claude_writes(&scene, &path, "src/main/kotlin/After.kt");
     assert_eq!(
-        claude_shown(&turns[1]),
+        shown(&turns[1], "messages"),
         0,
         "once uninstalled, no hook of ours runs"
     );
@@ -359,31 +373,6 @@ fn the_claude_code_plugin_from_the_release_archive_brings_its_own_binaries() {
     let dir = tempfile::tempdir().unwrap();
     let top = release_archive(dir.path());
     claude_plugin_round_trip(&top, path_without_ours(), true);
-}
-
-/// `gemini ARGS` for `home`'s user, outside any model run; `stdin` answers its questions. Must
-/// succeed.
-fn gemini_cli(scene: &Scene, path: &OsString, args: &[&str], stdin: &[u8]) -> String {
-    let mut cmd = Command::new(GEMINI_CLI.exe());
-    cmd.args(args)
-        .current_dir(&scene.home)
-        .env_clear()
-        .env("PATH", path)
-        .env("HOME", &scene.home)
-        .env("ADAPTIVE_GUIDEBOOK_SOCKET", &scene.sidecar.socket)
-        .env("ADAPTIVE_GUIDEBOOK_NO_AUTOSTART", "1");
-    let what = format!("gemini {}", args.join(" "));
-    let out = run_bounded(cmd, stdin, &what);
-    assert!(out.status.success(), "{what}: {}", printed(&out));
-    printed(&out)
-}
-
-/// How many times the guideline's block appears in one Gemini CLI request's contents.
-fn gemini_shown(request: &serde_json::Value) -> usize {
-    request["contents"]
-        .to_string()
-        .matches("[kotlin-no-globalscope]")
-        .count()
 }
 
 /// One `gemini -p` run that writes `first` and then `second`; the model's turns.
@@ -458,14 +447,14 @@ fn gemini_extension_round_trip(extension: &Path, path: OsString, bundled: bool) 
         "src/main/kotlin/More.kt",
     );
     assert_eq!(turns.len(), 3, "write, write, done: {}", printed(&out));
-    assert_eq!(gemini_shown(&turns[0]), 0);
+    assert_eq!(shown(&turns[0], "contents"), 0);
     assert_eq!(
-        gemini_shown(&turns[1]),
+        shown(&turns[1], "contents"),
         1,
         "the request after the write carries the guideline"
     );
     assert_eq!(
-        gemini_shown(&turns[2]),
+        shown(&turns[2], "contents"),
         1,
         "the second write does not repeat it"
     );
@@ -496,7 +485,7 @@ fn gemini_extension_round_trip(extension: &Path, path: OsString, bundled: bool) 
         "src/main/kotlin/AfterToo.kt",
     );
     assert_eq!(
-        gemini_shown(&turns[1]),
+        shown(&turns[1], "contents"),
         0,
         "once uninstalled, no hook of ours runs"
     );
