@@ -75,8 +75,8 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
 
 /// Walks up from `file` to the nearest directory holding a `.git` entry that is a git
 /// directory, as git itself tells one (it holds `HEAD`): an empty `.git` directory is passed
-/// by, as git passes it (empty `.git`, `.codex`, `.agents` and `.aws` directories appeared in
-/// `/tmp` during a run of the real agents' tests). A `.git` *file*
+/// by, as git passes it (Codex 0.171 in `workspace-write` puts empty `.git`, `.codex`,
+/// `.agents` and `.aws` directories into `/tmp` while it runs). A `.git` *file*
 /// (linked worktree or submodule) is followed to the git directory it names.
 pub fn find_repository(file: &Path) -> Option<RepositoryRoot> {
     for dir in file.ancestors().skip(1) {
