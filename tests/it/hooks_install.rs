@@ -239,7 +239,25 @@ fn the_readme_shows_what_print_gives_for_an_empty_file() {
             ],
         );
         assert!(out.status.success(), "{}", text(&out.stderr));
-        assert_eq!(text(&out.stdout), readme_snippet(heading), "{flag}");
+        // Gemini CLI's settings come with our policy file, printed after them.
+        let printed = text(&out.stdout);
+        let policy = format!(
+            "\n--- {}\n",
+            home.path()
+                .join(".gemini/policies/adaptive-guidebook.toml")
+                .display()
+        );
+        let settings = match printed.split_once(&policy) {
+            Some((settings, rest)) if flag == "--gemini" => {
+                assert!(
+                    rest.starts_with("# adaptive-guidebook: written by"),
+                    "{rest}"
+                );
+                format!("{settings}\n")
+            }
+            _ => printed,
+        };
+        assert_eq!(settings, readme_snippet(heading), "{flag}");
     }
     assert_eq!(
         std::fs::read_dir(home.path()).unwrap().count(),
@@ -1241,6 +1259,18 @@ fn the_plugin_and_the_extension_carry_the_hooks_install_writes() {
             with_command_erased(installed["hooks"].clone()),
             "{shipped} against what `hooks install {flag}` writes"
         );
+        if flag == "--gemini" {
+            // And the policy file that denies the control commands, `!{…}` lines included.
+            let policy = "policies/adaptive-guidebook.toml";
+            assert_eq!(
+                std::fs::read_to_string(
+                    manifest_dir().join("integrations/gemini-cli").join(policy)
+                )
+                .unwrap(),
+                std::fs::read_to_string(home.path().join(".gemini").join(policy)).unwrap(),
+                "the extension's {policy} against what `hooks install --gemini` writes"
+            );
+        }
         let expected = format!(
             "p=\"{root_variable}/bin/guidebook-hook\"; [ -x \"$p\" ] || p=guidebook-hook; exec \"$p\""
         );

@@ -21,7 +21,8 @@
 //! - [`codex_toml`]: our MCP server in Codex's `config.toml`;
 //! - [`codex_trust`]: Codex's trust records, computed from what this run wrote;
 //! - [`files`]: where the files are, read and written without following a planted link;
-//! - [`plugin`]: our Claude Code plugin and Gemini CLI extension, as the agents installed them.
+//! - [`plugin`]: our Claude Code plugin and Gemini CLI extension, as the agents installed them;
+//! - [`gemini_policy`]: our Gemini CLI policy file, deny rules for the control commands.
 
 use std::io;
 use std::os::unix::fs::PermissionsExt;
@@ -35,6 +36,7 @@ mod codex_toml;
 pub mod codex_trust;
 mod edit;
 mod files;
+pub mod gemini_policy;
 mod host;
 mod json_tree;
 pub mod opencode;
@@ -203,6 +205,12 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
             plan.edit(hooks, "hooks removed from", |text| {
                 uninstall_from(text, host.dialect()).map(|t| (t, ()))
             })?;
+            if host == Host::Gemini {
+                let policy = plan.open(host, &gemini_policy_file(project.as_deref())?, &scope)?;
+                plan.edit(policy, "policy removed:", |text| {
+                    Ok((gemini_policy::uninstall(text), ()))
+                })?;
+            }
             let config = codex_config_file()?;
             if !untrust_keys.is_empty() && config.exists() && !target.print {
                 let config = plan.open(Host::Codex, &config, &Scope::User)?;
@@ -218,6 +226,12 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
         let installed = plan.edit(hooks, "hooks installed in", |text| {
             install_placed(text, host, wiring).map(|i| (i.text.clone(), i))
         })?;
+        if host == Host::Gemini {
+            let policy = plan.open(host, &gemini_policy_file(project.as_deref())?, &scope)?;
+            plan.edit(policy, "policy written to", |text| {
+                gemini_policy::install(text).map(|t| (t, ()))
+            })?;
+        }
         for kept in &installed.kept {
             plan.note(format!(
                 "{}: kept your matcher `{}` on {} in {} (ours: `{}`)",
@@ -474,7 +488,7 @@ impl Plan {
             );
             return Ok(());
         }
-        if wholly_ours_and_empty(file.host, &file.text) {
+        if wholly_ours_and_empty(file.host, named, &file.text) {
             let backup = files::remove(&file.located, &file.before).map_err(|e| CliError::Io {
                 doing: format!(
                     "removing {} (written before it: {})",
@@ -518,9 +532,14 @@ impl Plan {
 /// Whether `text` is a file of ours with nothing of ours left in it, removed rather than
 /// written: our OpenCode plugin uninstalled (empty), or Copilot CLI's hooks file of ours (a file
 /// only we write, in a directory of hooks files) with no hook left and no other key.
-fn wholly_ours_and_empty(host: Host, text: &str) -> bool {
+fn wholly_ours_and_empty(host: Host, path: &Path, text: &str) -> bool {
     match host {
         Host::OpenCode => text.is_empty(),
+        // Our policy file, beside Gemini CLI's settings, which are never removed.
+        Host::Gemini => {
+            text.is_empty()
+                && path.file_name() == Some(std::ffi::OsStr::new(gemini_policy::FILE_NAME))
+        }
         Host::Copilot => serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| {
             v.as_object().is_some_and(|top| {
                 top.iter().all(|(key, value)| match key.as_str() {
@@ -530,7 +549,7 @@ fn wholly_ours_and_empty(host: Host, text: &str) -> bool {
                 })
             })
         }),
-        Host::Codex | Host::Claude | Host::Gemini => false,
+        Host::Codex | Host::Claude => false,
     }
 }
 
@@ -642,6 +661,14 @@ pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliErr
         .filter(|v| !v.is_empty())
         .ok_or(UsageError::NoHomeForHooks)?;
     Ok(PathBuf::from(home).join(dir_name).join(file_name))
+}
+
+/// Our Gemini CLI policy file: `policies/` beside the user's `settings.json`, or a project's
+/// `.gemini/policies/`.
+pub fn gemini_policy_file(project: Option<&Path>) -> Result<PathBuf, CliError> {
+    let settings = config_file(Host::Gemini, project)?;
+    let dir = settings.parent().unwrap_or(Path::new("."));
+    Ok(dir.join("policies").join(gemini_policy::FILE_NAME))
 }
 
 /// Copilot CLI's own `config.json` (`$COPILOT_HOME/config.json`, else `~/.copilot/config.json`),
