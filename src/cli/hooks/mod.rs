@@ -488,38 +488,29 @@ impl Plan {
             );
             return Ok(());
         }
-        if wholly_ours_and_empty(file.host, named, &file.text) {
-            let backup = files::remove(&file.located, &file.before).map_err(|e| CliError::Io {
-                doing: format!(
-                    "removing {} (written before it: {})",
-                    named.display(),
-                    shown(written)
-                ),
-                source: io::Error::other(e),
-            })?;
-            written.push(named.clone());
-            for verb in &file.verbs {
-                println!("{name}: {verb} {}", named.display());
-            }
-            if let Some(backup) = backup {
-                println!("  previous version: {}", backup.display());
-            }
-            return Ok(());
-        }
-        let backup =
-            files::write(&file.located, &file.text, &file.before).map_err(|e| CliError::Io {
-                doing: format!(
-                    "writing {} (written before it: {})",
-                    named.display(),
-                    shown(written)
-                ),
-                source: io::Error::other(e),
-            })?;
+        // A file of ours with nothing of ours left is removed rather than written.
+        let removing = wholly_ours_and_empty(file.host, named, &file.text);
+        let (doing, done) = if removing {
+            ("removing", files::remove(&file.located, &file.before))
+        } else {
+            (
+                "writing",
+                files::write(&file.located, &file.text, &file.before),
+            )
+        };
+        let backup = done.map_err(|e| CliError::Io {
+            doing: format!(
+                "{doing} {} (written before it: {})",
+                named.display(),
+                shown(written)
+            ),
+            source: io::Error::other(e),
+        })?;
         written.push(named.clone());
         for verb in &file.verbs {
             println!("{name}: {verb} {}", named.display());
         }
-        if let Some(real) = file.located.resolved() {
+        if let Some(real) = file.located.resolved().filter(|_| !removing) {
             println!("  {} is a link: wrote {}", named.display(), real.display());
         }
         if let Some(backup) = backup {
@@ -530,8 +521,9 @@ impl Plan {
 }
 
 /// Whether `text` is a file of ours with nothing of ours left in it, removed rather than
-/// written: our OpenCode plugin uninstalled (empty), or Copilot CLI's hooks file of ours (a file
-/// only we write, in a directory of hooks files) with no hook left and no other key.
+/// written: our OpenCode plugin or Gemini CLI policy file uninstalled (empty), or Copilot CLI's
+/// hooks file of ours (a file only we write, in a directory of hooks files) with no hook left and
+/// no other key.
 fn wholly_ours_and_empty(host: Host, path: &Path, text: &str) -> bool {
     match host {
         Host::OpenCode => text.is_empty(),
