@@ -227,6 +227,32 @@ impl Scene {
             home,
         }
     }
+
+    /// Where the guardrail tests start: a sidecar on an empty guidebook, an `acme/api`
+    /// repository with its `origin`, and an empty home.
+    pub fn api() -> Scene {
+        let dir = tempfile::tempdir().unwrap();
+        let sidecar = Sidecar::start(&dir.path().join("guidebook"));
+        let work = dir.path().join("api");
+        git_repo(&work, Some("git@github.com:acme/api.git"));
+        let home = dir.path().join("user");
+        std::fs::create_dir_all(&home).unwrap();
+        Scene {
+            dir,
+            sidecar,
+            work,
+            home,
+        }
+    }
+
+    /// Where the breaker tests start: [`Scene::api`] with flag `hooks_enabled` on and the
+    /// unused import ruff reports in `src/app.py`.
+    pub fn lint() -> Scene {
+        let scene = Scene::api();
+        enable_hooks(&scene.sidecar);
+        python_with_an_unused_import(&scene.work);
+        scene
+    }
 }
 
 /// `src/app.py` in `work` with the unused import (ruff F401) the breaker tests lint.

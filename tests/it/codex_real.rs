@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agents::{python_with_an_unused_import, ruff_exe, HungSidecar, Scene, CODEX};
+use crate::agents::{ruff_exe, HungSidecar, Scene, CODEX};
 use crate::harness::*;
 
 fn codex_binary() -> PathBuf {
@@ -324,12 +324,12 @@ fn failing_ruff_runs_halt_the_session_through_the_mcp_tool_wiring_too() {
 }
 
 fn breaker_scenario(mcp: bool) {
-    let dir = tempfile::tempdir().unwrap();
-    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
-    enable_hooks(&sidecar);
-    let work = dir.path().join("api");
-    git_repo(&work, Some("git@github.com:acme/api.git"));
-    python_with_an_unused_import(&work);
+    let Scene {
+        dir,
+        sidecar,
+        work,
+        home: _home,
+    } = Scene::lint();
     let lint = format!("{} check --no-cache src", ruff_exe().display());
     let run = |id: &str| {
         serde_json::json!({"type": "function_call", "id": format!("fc_{id}"),
@@ -396,10 +396,12 @@ fn breaker_scenario(mcp: bool) {
 #[test]
 fn the_agents_own_breaker_reset_through_its_shell_is_blocked_before_it_runs() {
     for mcp in [false, true] {
-        let dir = tempfile::tempdir().unwrap();
-        let sidecar = Sidecar::start(&dir.path().join("guidebook"));
-        let work = dir.path().join("api");
-        git_repo(&work, Some("git@github.com:acme/api.git"));
+        let Scene {
+            dir,
+            sidecar,
+            work,
+            home: _home,
+        } = Scene::api();
         let marker = work.join("ran");
         let cmd = format!(
             "touch {} && guidebook breaker reset --session me",

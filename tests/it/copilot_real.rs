@@ -13,7 +13,7 @@
 use serde_json::{json, Value};
 
 use crate::agents::{
-    install_shim_hooks, printed, python_with_an_unused_import, ruff_exe, HungSidecar, Scene,
+    install_shim_hooks, printed, ruff_exe, HungSidecar, Scene,
 };
 use crate::harness::*;
 
@@ -119,13 +119,12 @@ fn a_copilot_cli_create_puts_the_guideline_into_its_next_request_once_per_sessio
 /// before anything is written.
 #[test]
 fn failing_ruff_runs_in_copilot_cli_halt_the_session_and_deny_its_next_edit() {
-    let dir = tempfile::tempdir().unwrap();
-    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
-    enable_hooks(&sidecar);
-    let work = dir.path().join("api");
-    git_repo(&work, Some("git@github.com:acme/api.git"));
-    python_with_an_unused_import(&work);
-    let home = dir.path().join("user");
+    let Scene {
+        dir: _dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::lint();
     install_shim_hooks(&home, "--copilot");
 
     let lint = format!("{} check --no-cache src", ruff_exe().display());
@@ -183,11 +182,12 @@ fn reason_session(reason: &str) -> String {
 /// set` is denied by our `preToolUse` before it runs, and the model reads why.
 #[test]
 fn the_agents_own_flag_change_through_copilot_clis_bash_is_denied() {
-    let dir = tempfile::tempdir().unwrap();
-    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
-    let work = dir.path().join("api");
-    git_repo(&work, Some("git@github.com:acme/api.git"));
-    let home = dir.path().join("user");
+    let Scene {
+        dir: _dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::api();
     install_shim_hooks(&home, "--copilot");
     let marker = work.join("ran");
     let command = format!(

@@ -9,7 +9,7 @@
 use serde_json::{json, Value};
 
 use crate::agents::{
-    install_shim_hooks, path_with_ours, printed, python_with_an_unused_import, ruff_exe,
+    install_shim_hooks, path_with_ours, printed, ruff_exe,
     HungSidecar, Scene, GEMINI_CLI,
 };
 use crate::harness::*;
@@ -107,13 +107,12 @@ fn a_gemini_cli_write_puts_the_guideline_into_its_next_request_once_per_session(
 /// (`--resume latest`), the halted session's `write_file` is denied by our `BeforeTool`.
 #[test]
 fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
-    enable_hooks(&sidecar);
-    let work = dir.path().join("api");
-    git_repo(&work, Some("git@github.com:acme/api.git"));
-    python_with_an_unused_import(&work);
-    let home = dir.path().join("user");
+    let Scene {
+        dir: _dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::lint();
     gemini_api_user(&home);
     install_shim_hooks(&home, "--gemini");
 
@@ -185,11 +184,12 @@ fn failing_ruff_runs_in_gemini_cli_halt_the_session() {
 /// it runs, and the model reads why.
 #[test]
 fn the_agents_own_flag_change_through_its_shell_is_blocked_before_it_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
-    let work = dir.path().join("api");
-    git_repo(&work, Some("git@github.com:acme/api.git"));
-    let home = dir.path().join("user");
+    let Scene {
+        dir: _dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::api();
     gemini_api_user(&home);
     install_shim_hooks(&home, "--gemini");
     let marker = work.join("ran");
@@ -357,10 +357,12 @@ fn a_gemini_cli_replace_that_breaks_a_block_guideline_is_denied_and_the_correcte
 /// would run it unasked); with our hooks and policy uninstalled, the same `/setup` trusts it.
 #[test]
 fn a_repository_commands_shell_line_that_would_trust_it_is_denied_by_our_policy() {
-    let dir = tempfile::tempdir().unwrap();
-    let sidecar = Sidecar::start(&dir.path().join("guidebook"));
-    let work = dir.path().join("api");
-    git_repo(&work, Some("git@github.com:acme/api.git"));
+    let Scene {
+        dir: _dir,
+        sidecar,
+        work,
+        home,
+    } = Scene::api();
     std::fs::create_dir_all(work.join(".cursor/rules")).unwrap();
     std::fs::write(
         work.join(".cursor/rules/style.mdc"),
@@ -373,7 +375,6 @@ fn a_repository_commands_shell_line_that_would_trust_it_is_denied_by_our_policy(
         "description = \"set up\"\nprompt = \"Setup: !{cd . && guidebook trust .}\"\n",
     )
     .unwrap();
-    let home = dir.path().join("user");
     gemini_api_user(&home);
     install_shim_hooks(&home, "--gemini");
     let setup = || {
