@@ -11,8 +11,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::agents::{
-    install_shim_hooks, path_with_ours, printed, ruff_exe,
-    HungSidecar, Scene, CLAUDE_MODEL,
+    install_shim_hooks, path_with_ours, printed, ruff_exe, HungSidecar, Scene, CLAUDE_MODEL,
 };
 use crate::harness::*;
 

@@ -12,9 +12,7 @@
 
 use serde_json::{json, Value};
 
-use crate::agents::{
-    install_shim_hooks, printed, ruff_exe, HungSidecar, Scene,
-};
+use crate::agents::{install_shim_hooks, printed, ruff_exe, HungSidecar, Scene};
 use crate::harness::*;
 
 /// How often the request carries the guideline.

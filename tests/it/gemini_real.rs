@@ -9,8 +9,7 @@
 use serde_json::{json, Value};
 
 use crate::agents::{
-    install_shim_hooks, path_with_ours, printed, ruff_exe,
-    HungSidecar, Scene, GEMINI_CLI,
+    install_shim_hooks, path_with_ours, printed, ruff_exe, HungSidecar, Scene, GEMINI_CLI,
 };
 use crate::harness::*;
 
