@@ -196,7 +196,10 @@ pub fn judges(event: &HookEvent) -> bool {
 /// about to run (`PreToolUse`, Gemini CLI's `BeforeTool`) and a skill's shell command about to
 /// run (Claude Code's `PreSkillShellCommand`) are judged.
 pub fn check(event: &HookEvent, protected: &Protected) -> Option<String> {
-    if !judges(event) {
+    if !matches!(
+        event.name,
+        EventName::PreToolUse | EventName::PreSkillShellCommand
+    ) {
         return None;
     }
     let tool = event.tool.as_ref()?;
@@ -509,7 +512,6 @@ const PLUGIN: &str = "adaptive-guidebook";
 /// are found anywhere among the words, so global options before them (`gemini -m x …`) and
 /// `npx [-p] @anthropic-ai/claude-code …` change nothing.
 fn removes_our_plugin(program: &str, args: &[String]) -> Option<String> {
-    let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let agent_of = |word: &str| {
         let package = word.strip_prefix('@').unwrap_or(word);
         match package.split('@').next().unwrap_or(package) {
@@ -518,14 +520,16 @@ fn removes_our_plugin(program: &str, args: &[String]) -> Option<String> {
             _ => None,
         }
     };
+    // The program first: most commands are no agent's CLI and end here.
     let program = match program {
-        "npx" | "bunx" | "pnpx" => words.iter().find_map(|w| agent_of(w))?,
+        "npx" | "bunx" | "pnpx" => args.iter().find_map(|w| agent_of(w))?,
         other => agent_of(other)?,
     };
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let all = words.iter().any(|w| matches!(*w, "--all" | "-a"));
     let names_us = words.iter().any(|w| {
-        *w == PLUGIN
-            || w.starts_with(&format!("{PLUGIN}@"))
+        w.strip_prefix(PLUGIN)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
             || (program == "gemini" && w.trim_end_matches('/').ends_with("integrations/gemini-cli"))
     });
     let positional: Vec<&str> = words

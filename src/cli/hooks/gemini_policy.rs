@@ -9,6 +9,7 @@
 //! (Gemini CLI splits them): a tripwire, as the guard is.
 
 use super::json_tree::EditError;
+use super::marked::Marked;
 
 /// The file's name in a `policies/` directory.
 pub const FILE_NAME: &str = "adaptive-guidebook.toml";
@@ -72,10 +73,12 @@ const DENIED: &[(Matches, &str)] = &[
     ),
 ];
 
-/// Whether `text` is our policy file.
-pub fn is_ours(text: &str) -> bool {
-    text.starts_with(MARKER)
-}
+/// Our policy file, known by its first line.
+const OURS: Marked = Marked {
+    marker: MARKER,
+    what: "policy file",
+    flag: "--gemini",
+};
 
 /// The whole file.
 pub fn text() -> String {
@@ -99,22 +102,13 @@ pub fn text() -> String {
 
 /// `text` (the file as it is, empty when there is none) with our policy written whole.
 pub fn install(text: &str) -> Result<String, EditError> {
-    if !text.is_empty() && !is_ours(text) {
-        return Err(EditError::Shape(format!(
-            "it is not a policy file `guidebook hooks install --gemini` wrote (its first line is \
-             not `{MARKER}`): guidebook leaves it alone; move it away to install ours"
-        )));
-    }
+    OURS.refuse_unless_ours(text)?;
     Ok(self::text())
 }
 
 /// `text` without our policy: empty (the file is removed) when it is ours.
 pub fn uninstall(text: &str) -> String {
-    if is_ours(text) {
-        String::new()
-    } else {
-        text.to_string()
-    }
+    OURS.uninstall(text)
 }
 
 #[cfg(test)]
@@ -124,7 +118,7 @@ mod tests {
     #[test]
     fn the_file_is_ours_whole_and_never_someone_elses() {
         let ours = install("").unwrap();
-        assert!(is_ours(&ours));
+        assert!(OURS.is_ours(&ours));
         assert_eq!(install(&ours).unwrap(), ours);
         assert_eq!(ours.matches("[[rule]]").count(), DENIED.len());
         assert!(

@@ -22,7 +22,8 @@
 //! - [`codex_trust`]: Codex's trust records, computed from what this run wrote;
 //! - [`files`]: where the files are, read and written without following a planted link;
 //! - [`plugin`]: our Claude Code plugin and Gemini CLI extension, as the agents installed them;
-//! - [`gemini_policy`]: our Gemini CLI policy file, deny rules for the control commands.
+//! - [`gemini_policy`]: our Gemini CLI policy file, deny rules for the control commands;
+//! - [`marked`]: a file wholly ours, known by its first line (those two).
 
 use std::io;
 use std::os::unix::fs::PermissionsExt;
@@ -39,6 +40,7 @@ mod files;
 pub mod gemini_policy;
 mod host;
 mod json_tree;
+mod marked;
 pub mod opencode;
 pub mod plugin;
 
@@ -713,18 +715,23 @@ fn default_hook_command() -> String {
 
 /// `guidebook-hook` next to the running `guidebook`, else the first executable one on `PATH`.
 pub fn find_hook_binary() -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
     let sibling = std::env::current_exe()
         .ok()
         .map(|exe| exe.with_file_name(HOOK_PROGRAM))
         .filter(|p| executable(p));
-    sibling.or_else(|| {
-        std::env::split_paths(&std::env::var_os("PATH")?)
-            .map(|dir| dir.join(HOOK_PROGRAM))
-            .find(|p| p.is_absolute() && executable(p))
-    })
+    sibling.or_else(hook_binary_on_path)
+}
+
+/// The first executable `guidebook-hook` in an absolute directory of `PATH`.
+pub fn hook_binary_on_path() -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(HOOK_PROGRAM))
+        .find(|p| p.is_absolute() && executable(p))
+}
+
+/// Whether `path` is a file someone may execute.
+pub fn executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Hosts run hook commands through a shell, so a path with spaces or other specials is quoted.

@@ -16,6 +16,7 @@
 //! never touched.
 
 use super::json_tree::EditError;
+use super::marked::Marked;
 
 /// The first line of our plugin: what makes the file ours.
 pub const MARKER: &str =
@@ -24,9 +25,16 @@ pub const MARKER: &str =
 /// The plugin's file name, in OpenCode's `plugin/` directory.
 pub const FILE_NAME: &str = "adaptive-guidebook.js";
 
+/// Our plugin, known by its first line.
+pub const OURS: Marked = Marked {
+    marker: MARKER,
+    what: "plugin",
+    flag: "--opencode",
+};
+
 /// Whether `text` is our plugin.
 pub fn is_ours(text: &str) -> bool {
-    text.starts_with(MARKER)
+    OURS.is_ours(text)
 }
 
 /// The command the plugin in `text` runs, when it is ours.
@@ -43,12 +51,7 @@ pub fn command_of(text: &str) -> Option<String> {
 /// The plugin that runs `command` (through `/bin/sh -c`, as the other hosts run theirs) and
 /// gives it `timeout_ms` to answer; refused if `text`, the file as it is, is not ours.
 pub fn install(text: &str, command: &str, timeout_ms: u32) -> Result<String, EditError> {
-    if !text.is_empty() && !is_ours(text) {
-        return Err(EditError::Shape(format!(
-            "it is not a plugin `guidebook hooks install --opencode` wrote (its first line is not \
-             `{MARKER}`): guidebook leaves it alone; move it away to install ours"
-        )));
-    }
+    OURS.refuse_unless_ours(text)?;
     let command = serde_json::Value::from(command);
     Ok(format!(
         "{MARKER}
@@ -132,11 +135,7 @@ export const AdaptiveGuidebook = async ({{ directory }}) => ({{
 
 /// The file with our plugin removed: empty when it was ours, as it is otherwise.
 pub fn uninstall(text: &str) -> String {
-    if is_ours(text) {
-        String::new()
-    } else {
-        text.to_string()
-    }
+    OURS.uninstall(text)
 }
 
 #[cfg(test)]

@@ -6,12 +6,11 @@
 //! `settings.json`, Gemini CLI's `extensions/`. Writes: nothing. Only the user's own scope is
 //! looked at, as `doctor` checks the user's setup.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{config_file, Host};
+use super::{config_file, executable, hook_binary_on_path, Host};
 
 /// The plugin's, the extension's and the marketplace's name.
 pub const NAME: &str = "adaptive-guidebook";
@@ -129,17 +128,9 @@ fn gemini(agent_dir: &Path) -> Result<Option<Installed>, RecordError> {
 /// The shim the plugin's hooks run: its own `bin/guidebook-hook` (the release archive's) when
 /// executable, else the first executable `guidebook-hook` on `PATH`, as the hook command chooses.
 pub fn shim(plugin: &Installed) -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    let bundled = plugin.dir.join("bin/guidebook-hook");
-    if executable(&bundled) {
-        return Some(bundled);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("guidebook-hook"))
-        .find(|p| executable(p))
+    Some(plugin.dir.join("bin/guidebook-hook"))
+        .filter(|bundled| executable(bundled))
+        .or_else(hook_binary_on_path)
 }
 
 #[cfg(test)]
