@@ -282,6 +282,25 @@ impl Engine {
         })
     }
 
+    /// Whether adherence is kept at all: recording is on and something keeps it (the
+    /// database's recorder, or the live counters while `/metrics` is served).
+    pub fn keeps_adherence(&self) -> bool {
+        crate::metrics::adherence::recording()
+            && (self.recorder.is_on() || self.settings.metrics_listen.is_some())
+    }
+
+    /// Feeds the live per-guideline counters, which are kept only while `/metrics` is served;
+    /// `event` is built only then.
+    pub fn count_adherence<E: std::borrow::Borrow<crate::metrics::adherence::Event>>(
+        &self,
+        session: &str,
+        event: impl FnOnce() -> E,
+    ) {
+        if self.settings.metrics_listen.is_some() {
+            self.telemetry.adherence(session, event().borrow());
+        }
+    }
+
     /// Remembers the files a search named, for [`Engine::warm`].
     pub fn note_searched(&self, paths: &[String]) {
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());

@@ -92,7 +92,7 @@ pub fn search(
         .evaluate_until(&snapshot, &paths, request.edits, false, request.deadline)
         .ok_or(SearchError::DeadlineExceeded)?;
     // Adherence: each file's matches, kept for the recorder (docs/guide/adherence.md).
-    let adherence = crate::metrics::adherence::recording();
+    let adherence = engine.keeps_adherence();
     let holdout = engine
         .flags
         .is_enabled(HOLDOUT_FLAG, Some(request.session_id));
@@ -146,22 +146,20 @@ pub fn search(
         .filter(|(_, c)| c.repository)
         .map(|(id, c)| guidebook_hook::guideline_block(&c.shown(id)).len())
         .sum();
-    let repository_fits = repository_bytes == 0
-        || tokenizer.surely_within(
-            guidebook_hook::REPOSITORY_HEADER.len() + 2 + repository_bytes,
-            repository_cap,
-        );
-    let all_fit = repository_fits
+    let repository_within = |cap: usize| {
+        repository_bytes == 0
+            || tokenizer.surely_within(
+                guidebook_hook::REPOSITORY_HEADER.len() + 2 + repository_bytes,
+                cap,
+            )
+    };
+    let all_fit = repository_within(repository_cap)
         && match request.max_tokens {
             None => true,
             Some(budget) => {
                 let bytes = text_of(&candidates).len();
                 tokenizer.surely_within(bytes, budget as usize)
-                    && (repository_bytes == 0
-                        || tokenizer.surely_within(
-                            guidebook_hook::REPOSITORY_HEADER.len() + 2 + repository_bytes,
-                            budget as usize / 3,
-                        ))
+                    && repository_within(budget as usize / 3)
             }
         };
     let shown = match request.max_tokens {
@@ -243,12 +241,7 @@ pub fn search(
             ids: snapshot.clone(),
             files: records,
         };
-        // The live per-guideline counters are kept only while `/metrics` is served.
-        if engine.settings.metrics_listen.is_some() {
-            engine
-                .telemetry
-                .adherence(request.session_id, &search.resolve());
-        }
+        engine.count_adherence(request.session_id, || search.resolve());
         engine.recorder.record(Observed::AdherenceSearch {
             session_id: request.session_id.to_owned(),
             search,

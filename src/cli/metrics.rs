@@ -65,7 +65,7 @@ pub enum AbCommand {
     },
 }
 
-fn store(settings: &Settings) -> Result<MetricsStore, CliError> {
+pub(super) fn store(settings: &Settings) -> Result<MetricsStore, CliError> {
     let db = Database::open(
         &settings.db,
         Duration::from_millis(settings.busy_timeout_ms),

@@ -4,12 +4,10 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use super::CliError;
 use crate::config::Settings;
 use crate::metrics::{adherence, adherence_html, day_start};
-use crate::store::{Database, MetricsStore};
 
 /// Runs `guidebook report`: the page into `out` (or, with `json` and no `out`, the numbers on
 /// stdout only).
@@ -23,10 +21,7 @@ pub fn run(
         Some(text) => Some((day_start(Some(&text))?, text)),
         None => None,
     };
-    let store = MetricsStore::new(Database::open(
-        &settings.db,
-        Duration::from_millis(settings.busy_timeout_ms),
-    )?);
+    let store = super::metrics::store(settings)?;
     let report = adherence::report(&store, since, crate::time::now_epoch())?;
     if json {
         println!(

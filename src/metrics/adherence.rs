@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ab::format_p;
 use super::stats::{fisher_exact_two_sided, sample_size_two_proportions};
+use super::DAY;
 
 /// The flag whose rollout (keyed by session id) puts a session in the hold-out group: its
 /// searches are evaluated and recorded as usual but show nothing.
@@ -34,8 +35,6 @@ pub const ALPHA: f64 = 0.05;
 pub const POWER: f64 = 0.80;
 /// The re-match rate assumed for the hold-out group before it has any data.
 pub const DEFAULT_HOLDOUT_RATE: f64 = 0.5;
-
-const DAY: i64 = 86_400;
 
 pub use crate::store::{AdherenceEvent as Event, FileRecord, IndexedFile, IndexedSearch};
 
@@ -599,9 +598,8 @@ pub const LIVE_SESSIONS: usize = 512;
 pub struct Live {
     sessions: HashMap<String, (u64, SessionTracker)>,
     tick: u64,
-    /// Guideline id → whether it has a label value of its own (the first
-    /// [`LABELED_GUIDELINES`] do).
-    labels: HashMap<String, bool>,
+    /// The ids with a label value of their own: the first [`LABELED_GUIDELINES`] seen.
+    labels: HashSet<String>,
     /// Label value → one count per [`LIVE_COUNTERS`] entry.
     counts: HashMap<String, [u64; LIVE_COUNTERS.len()]>,
 }
@@ -631,19 +629,10 @@ impl Live {
     /// The label value of `id`: itself while fewer than [`LABELED_GUIDELINES`] ids have one,
     /// `other` after.
     fn label<'i>(&mut self, id: &'i str) -> &'i str {
-        let own = match self.labels.get(id) {
-            Some(&own) => own,
-            None => {
-                let own = self.labels.values().filter(|v| **v).count() < LABELED_GUIDELINES;
-                // Ids beyond the bound are remembered only while few; past that they are
-                // `other` without a look-up of their own.
-                if self.labels.len() < 4 * LABELED_GUIDELINES || own {
-                    self.labels.insert(id.to_owned(), own);
-                }
-                own
-            }
-        };
-        if own {
+        if self.labels.contains(id) {
+            id
+        } else if self.labels.len() < LABELED_GUIDELINES {
+            self.labels.insert(id.to_owned());
             id
         } else {
             "other"

@@ -25,7 +25,7 @@ use crate::time::{date_of, parse_date};
 /// The days a baseline covers, and a week.
 pub const BASELINE_DAYS: i64 = 30;
 pub const WEEK_DAYS: i64 = 7;
-const DAY: i64 = 86_400;
+pub(crate) const DAY: i64 = 86_400;
 
 /// The largest metrics file read (a weekly file is a few KiB).
 const MAX_FILE_BYTES: u64 = 16 << 20;

@@ -51,16 +51,14 @@ pub fn handle(
     })?;
     for b in &found {
         engine.telemetry.edit_blocked(&b.id);
-        if crate::metrics::adherence::recording() {
+        if engine.keeps_adherence() {
             // A refusal, for adherence: a later accepted edit without the match corrects it.
             let event = AdherenceEvent::Block {
                 at: crate::time::now_epoch(),
                 path: b.path.clone(),
                 guideline: b.id.clone(),
             };
-            if engine.settings.metrics_listen.is_some() {
-                engine.telemetry.adherence(&params.session_id, &event);
-            }
+            engine.count_adherence(&params.session_id, || &event);
             engine.recorder.record(Observed::Adherence {
                 session_id: params.session_id.clone(),
                 event,

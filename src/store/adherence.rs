@@ -112,7 +112,6 @@ pub(super) fn write_indexed(
     session_id: &str,
     search: &IndexedSearch,
 ) -> rusqlite::Result<()> {
-    let json = |e: serde_json::Error| rusqlite::Error::ToSqlConversionFailure(Box::new(e));
     type Row<'a> = (&'a str, bool, Vec<&'a str>, Vec<&'a str>, Vec<&'a str>);
     let stored: Vec<Row<'_>> = search
         .files
@@ -127,13 +126,7 @@ pub(super) fn write_indexed(
             )
         })
         .collect();
-    let data = serde_json::to_string(&stored).map_err(json)?;
-    tx.prepare_cached(
-        "INSERT INTO adherence_event (at, session_id, kind, holdout, data)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![search.at, session_id, SEARCH, search.holdout, data])?;
-    Ok(())
+    insert(tx, session_id, (search.at, SEARCH, search.holdout), &stored)
 }
 
 const SEARCH: i64 = 0;
@@ -150,11 +143,6 @@ pub(super) fn write(
     session_id: &str,
     event: &AdherenceEvent,
 ) -> rusqlite::Result<()> {
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO adherence_event (at, session_id, kind, holdout, data)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
-    let json = |e: serde_json::Error| rusqlite::Error::ToSqlConversionFailure(Box::new(e));
     match event {
         AdherenceEvent::Search { at, holdout, files } => {
             let stored: Vec<StoredFile<'_>> = files
@@ -169,18 +157,30 @@ pub(super) fn write(
                     )
                 })
                 .collect();
-            let data = serde_json::to_string(&stored).map_err(json)?;
-            insert.execute(params![at, session_id, SEARCH, holdout, data])?;
+            insert(tx, session_id, (*at, SEARCH, *holdout), &stored)
         }
         AdherenceEvent::Block {
             at,
             path,
             guideline,
-        } => {
-            let data = serde_json::to_string(&(path, guideline)).map_err(json)?;
-            insert.execute(params![at, session_id, BLOCK, false, data])?;
-        }
+        } => insert(tx, session_id, (*at, BLOCK, false), &(path, guideline)),
     }
+}
+
+/// One event's row: `(at, kind, holdout)` and its data as JSON.
+fn insert(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    (at, kind, holdout): (Epoch, i64, bool),
+    data: &impl serde::Serialize,
+) -> rusqlite::Result<()> {
+    let data = serde_json::to_string(data)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    tx.prepare_cached(
+        "INSERT INTO adherence_event (at, session_id, kind, holdout, data)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![at, session_id, kind, holdout, data])?;
     Ok(())
 }
 
