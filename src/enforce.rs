@@ -91,9 +91,5 @@ fn line_text(edits: &Edits, path: &str, line: usize) -> Option<String> {
     };
     let text = bytes.split(|b| *b == b'\n').nth(line - 1)?;
     let text = String::from_utf8_lossy(text);
-    let trimmed = text.trim();
-    Some(match trimmed.char_indices().nth(MAX_LINE_CHARS) {
-        Some((cut, _)) => format!("{}…", &trimmed[..cut]),
-        None => trimmed.to_string(),
-    })
+    Some(guidebook_hook::ellipsize(text.trim(), MAX_LINE_CHARS))
 }

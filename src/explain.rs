@@ -96,10 +96,7 @@ pub struct ExplainedLeaf {
 pub const NODE_TEXT_SHOWN: usize = 300;
 
 fn shown(text: &str) -> String {
-    match text.char_indices().nth(NODE_TEXT_SHOWN) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
+    guidebook_hook::ellipsize(text, NODE_TEXT_SHOWN)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -469,11 +469,7 @@ fn shown_path<'a>(path: &'a str, cwd: Option<&str>) -> &'a str {
 /// A guideline's content for the reason: trailing whitespace removed, at most
 /// [`MAX_CONTENT_CHARS`] characters (then `…`).
 fn quoted_content(content: &str) -> String {
-    let content = content.trim_end();
-    match content.char_indices().nth(MAX_CONTENT_CHARS) {
-        Some((cut, _)) => format!("{}…", &content[..cut]),
-        None => content.to_owned(),
-    }
+    crate::ellipsize(content.trim_end(), MAX_CONTENT_CHARS)
 }
 
 #[cfg(test)]

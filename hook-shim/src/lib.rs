@@ -62,3 +62,12 @@ pub use output::{nothing, render_hook, render_search, Shape};
 pub use plan::{changed_files, changed_files_of, plan, plan_event, plan_event_with, Action};
 pub use protocol::{context_text, guideline_block, Shown, CONTEXT_HEADER, REPOSITORY_HEADER};
 pub use protocol::{parse_response, ResponseError};
+
+/// `text` cut to its first `max_chars` characters, `…` marking a cut: every shortened text in
+/// a message (a guideline's content in a deny reason, a line, an error) is shortened so.
+pub fn ellipsize(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

@@ -81,12 +81,11 @@ pub(crate) fn parse_guideline_with(
         .as_ref()
         .map(|l| l.iter().map(|l| l.0).collect());
     let mut leaves = Leaves {
-        text,
         languages: languages.as_deref(),
         patterns: Vec::new(),
         indexes: Vec::new(),
         structural: 0,
-        error_line: None,
+        failing_ast: None,
     };
     let condition = match raw.matcher {
         Some(matcher) => {
@@ -96,7 +95,11 @@ pub(crate) fn parse_guideline_with(
                 .map_err(|e| LoadError::new(path, at_match(), e))?;
             match leaves.condition(raw_condition, within, 1) {
                 Ok(c) => c,
-                Err(e) => return Err(LoadError::new(path, leaves.error_line.or_else(at_match), e)),
+                Err(e) => {
+                    // Its line is looked for only now, for the structural leaf that failed.
+                    let line = leaves.failing_ast.and_then(|n| ast_line(text, n));
+                    return Err(LoadError::new(path, line.or_else(at_match), e));
+                }
             }
         }
         // No `match`: every change of a file in scope (an `AGENTS.md` of a directory, say).
@@ -131,16 +134,14 @@ pub(crate) const MAX_DEPTH: usize = 8;
 
 /// The patterns of a condition's leaves, numbered as they are met.
 struct Leaves<'a> {
-    /// The guideline file's text, to point at a structural leaf's line.
-    text: &'a str,
     /// `scope.languages`: a structural leaf is compiled for each.
     languages: Option<&'a [&'static str]>,
     patterns: Vec<String>,
     indexes: Vec<Index>,
     /// How many structural leaves were met so far.
     structural: usize,
-    /// The line of the leaf an error is about, when it is known better than `match`'s.
-    error_line: Option<usize>,
+    /// Which structural leaf (counted from 0) an error is about, while one is compiled.
+    failing_ast: Option<usize>,
 }
 
 /// The 1-based line of the `n`th (0-based) `ast:` key at or after the line of `match:`.
@@ -197,7 +198,7 @@ impl Leaves<'_> {
                 }
             }
             RawCondition::Ast(a) => {
-                self.error_line = ast_line(self.text, self.structural);
+                self.failing_ast = Some(self.structural);
                 self.structural += 1;
                 if self.patterns.len() == MAX_LEAVES {
                     return Err(format!(
@@ -220,7 +221,7 @@ impl Leaves<'_> {
                 };
                 self.indexes.push(index_of(&regex));
                 self.patterns.push(regex);
-                self.error_line = None;
+                self.failing_ast = None;
                 Condition::Ast {
                     pattern: self.patterns.len() - 1,
                     within: a.within.unwrap_or(within),

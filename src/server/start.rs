@@ -319,7 +319,7 @@ fn arm_sources(watch: &Watch, settings: &Settings) {
 
 /// What the watch calls (on its own thread) with the sources that changed: the guidebook and
 /// its prompt packs are reloaded for the root or a team guidebook; the rest goes to
-/// [`sources_changed`].
+/// [`sources_changed`]. Then the recent files are evaluated once against what is served.
 fn reload_changed(engine: &Engine, watch: &Watch, keys: &[WatchKey]) {
     if keys
         .iter()
@@ -328,7 +328,6 @@ fn reload_changed(engine: &Engine, watch: &Watch, keys: &[WatchKey]) {
         let started = Instant::now();
         engine.guidebook.reload();
         engine.prompts.reload();
-        engine.warm();
         tracing::debug!(
             ?keys,
             took_ms = crate::time::log_ms(started.elapsed()),
@@ -342,6 +341,9 @@ fn reload_changed(engine: &Engine, watch: &Watch, keys: &[WatchKey]) {
         .collect();
     if !others.is_empty() {
         sources_changed(engine, watch, &others);
+    }
+    if !keys.is_empty() {
+        engine.warm();
     }
 }
 
@@ -367,7 +369,6 @@ fn sources_changed(engine: &Engine, watch: &Watch, keys: &[WatchKey]) {
             repositories.reload(&root, &engine.guidebook);
         }
     }
-    engine.warm();
     let after = repositories.watch_set();
     for (dir, _) in before.difference(&after) {
         if !after.iter().any(|(d, _)| d == dir) {

@@ -161,7 +161,7 @@ impl RepositorySources {
     /// repository no longer trusted. A trust store that cannot be read keeps what is served
     /// (its error is logged). Returns the roots now served, for the caller to watch.
     pub fn reload_all(&self, guidebook: &Guidebook) -> Vec<PathBuf> {
-        let _one = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        let _one = lock(&self.loading);
         let store = match TrustStore::load(&self.trust_file) {
             Ok(store) => store,
             Err(e) => {
@@ -175,13 +175,7 @@ impl RepositorySources {
             .into_iter()
             .filter(|r| !trusted.contains(r))
         {
-            guidebook.set_repository(&gone, None);
-            self.lock_reports().remove(&gone);
-            self.lock_watched().remove(&gone);
-            self.last_good
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&gone);
+            self.forget(&gone, guidebook);
         }
         for root in &trusted {
             self.load_one(&store, root, guidebook);
@@ -192,14 +186,9 @@ impl RepositorySources {
     /// Loads the rules of the repository at `root` again when one of its rule files changed
     /// (something changed in a watched directory; a file that is not a rule file leaves it).
     pub fn reload(&self, root: &Path, guidebook: &Guidebook) {
-        let _one = self.loading.lock().unwrap_or_else(|p| p.into_inner());
-        let dirs = self.lock_watched().get(root).cloned().unwrap_or_default();
-        let known = self
-            .fingerprints
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(root)
-            .cloned();
+        let _one = lock(&self.loading);
+        let dirs = lock(&self.watched).get(root).cloned().unwrap_or_default();
+        let known = lock(&self.fingerprints).get(root).cloned();
         if known.is_some_and(|known| known == fingerprint(root, &dirs)) {
             return;
         }
@@ -209,15 +198,17 @@ impl RepositorySources {
         }
     }
 
+    /// Serves nothing of the repository at `root` and forgets all that was kept of it.
+    fn forget(&self, root: &Path, guidebook: &Guidebook) {
+        guidebook.set_repository(root, None);
+        lock(&self.reports).remove(root);
+        lock(&self.watched).remove(root);
+        lock(&self.last_good).remove(root);
+    }
+
     fn load_one(&self, store: &TrustStore, root: &Path, guidebook: &Guidebook) {
         let Some(trusted) = store.files_of(root) else {
-            guidebook.set_repository(root, None);
-            self.lock_reports().remove(root);
-            self.lock_watched().remove(root);
-            self.last_good
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(root);
+            self.forget(root, guidebook);
             return;
         };
         // The directories of every trusted file and the rule trees, fingerprinted before the
@@ -236,23 +227,12 @@ impl RepositorySources {
             .collect();
         dirs.extend(parents(&mut trusted.keys()));
         let now = fingerprint(root, &dirs);
-        let previous = self
-            .last_good
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(root)
-            .unwrap_or_default();
+        let previous = lock(&self.last_good).remove(root).unwrap_or_default();
         let (rules, report, good) = load_repository(root, &self.rules, trusted, &previous);
-        self.last_good
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(root.to_path_buf(), good);
+        lock(&self.last_good).insert(root.to_path_buf(), good);
         dirs.extend(parents(&mut report.waiting.iter().map(|w| &w.file)));
-        self.fingerprints
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(root.to_path_buf(), now);
-        self.lock_watched().insert(root.to_path_buf(), dirs);
+        lock(&self.fingerprints).insert(root.to_path_buf(), now);
+        lock(&self.watched).insert(root.to_path_buf(), dirs);
         tracing::info!(
             root = %root.display(),
             served = report.served,
@@ -261,27 +241,19 @@ impl RepositorySources {
             "repository rules loaded"
         );
         guidebook.set_repository(root, Some(rules));
-        self.lock_reports().insert(root.to_path_buf(), report);
+        lock(&self.reports).insert(root.to_path_buf(), report);
     }
 
     /// The directories to watch for the served repositories' rule files — each rule tree
     /// (recursively) and the directory of every other rule file found — as `(directory,
     /// recursive)`.
     pub fn watch_set(&self) -> BTreeSet<(PathBuf, bool)> {
-        self.watched
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .flatten()
-            .cloned()
-            .collect()
+        lock(&self.watched).values().flatten().cloned().collect()
     }
 
     /// The served repository a watched directory belongs to.
     pub fn root_of(&self, dir: &Path) -> Option<PathBuf> {
-        self.watched
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        lock(&self.watched)
             .keys()
             .filter(|root| dir.starts_with(root))
             .max_by_key(|root| root.as_os_str().len())
@@ -290,22 +262,12 @@ impl RepositorySources {
 
     /// What each trusted repository's rules came to at its last load.
     pub fn reports(&self) -> Vec<RepositoryReport> {
-        self.lock_reports().values().cloned().collect()
+        lock(&self.reports).values().cloned().collect()
     }
 
     /// The report of the trusted repository at `root` (canonical), if it is trusted.
     pub fn report_of(&self, root: &Path) -> Option<RepositoryReport> {
-        self.lock_reports().get(root).cloned()
-    }
-
-    fn lock_watched(
-        &self,
-    ) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, BTreeSet<(PathBuf, bool)>>> {
-        self.watched.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn lock_reports(&self) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, RepositoryReport>> {
-        self.reports.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.reports).get(root).cloned()
     }
 
     /// The configured switches and caps.
@@ -468,4 +430,10 @@ pub fn load_repository(
     }
     report.served = out.guidelines.len();
     (out, report, good)
+}
+
+/// `mutex` locked; a panic while it was held does not make its state unusable here (every
+/// value kept is whole between statements).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -470,10 +470,7 @@ fn error_text(stderr: &str) -> String {
     if joined.is_empty() {
         return "no message".to_string();
     }
-    match joined.char_indices().nth(MAX_ERROR_CHARS) {
-        Some((cut, _)) => format!("{}…", &joined[..cut]),
-        None => joined,
-    }
+    guidebook_hook::ellipsize(&joined, MAX_ERROR_CHARS)
 }
 
 fn remove_dir_if_present(path: &Path) -> Result<(), TeamError> {

@@ -30,9 +30,11 @@ pub struct StructuralSpec {
     pub has: Option<String>,
 }
 
+#[cfg(test)]
 impl StructuralSpec {
-    /// How `explain`, `scan`, examples and the hook text name the leaf.
-    pub fn describe(&self) -> String {
+    /// How the differential test names a leaf in its failures (`explain` and `scan` show the
+    /// pattern alone).
+    fn describe(&self) -> String {
         let mut out = self.pattern.clone();
         if let Some(inside) = &self.inside {
             out.push_str(&format!(" inside {inside}"));
