@@ -56,19 +56,20 @@ impl Shape {
 /// The hook output, in `host`'s shapes, for an event that asked `action` (with its `search`
 /// result, if any) and got `verdict` from the breaker:
 ///
-/// - halt → exactly `{"continue":false,"stopReason":REASON}` (every host);
-/// - deny → exactly `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
-///   "permissionDecision":"deny","permissionDecisionReason":REASON}}` (`PreSkillShellCommand`
-///   for Claude Code's skill shell command); Gemini CLI:
-///   `{"decision":"deny","reason":REASON}`;
+/// - halt → exactly `{"continue":false,"stopReason":REASON}` (OpenCode's plugin appends REASON
+///   to the tool's output: it has no `continue`);
 /// - halt after Claude Code's `PostToolUseFailure`, which ignores `continue` → the same, with
 ///   the reason also as that event's `additionalContext`;
+/// - halt in GitHub Copilot CLI (1.0.102), which ignores `continue` after a tool →
+///   `{"additionalContext":REASON}`: the model is told instead, and every later edit is denied;
+/// - deny → exactly `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
+///   "permissionDecision":"deny","permissionDecisionReason":REASON}}` (`PreSkillShellCommand`
+///   for Claude Code's skill shell command); Gemini CLI and OpenCode (whose plugin throws REASON
+///   from `tool.execute.before`): `{"decision":"deny","reason":REASON}`; Copilot CLI, which
+///   reads top-level keys only: `{"permissionDecision":"deny","permissionDecisionReason":REASON}`;
 /// - warning → the after-tool `additionalContext` of the search (if any) with the warning as
 ///   one more line;
 /// - nothing → what the search alone would print.
-///
-/// GitHub Copilot CLI and OpenCode take shapes of their own: see `render_copilot` and
-/// `render_opencode`.
 pub fn render_hook(
     shape: Shape,
     action: &Action,
@@ -79,12 +80,10 @@ pub fn render_hook(
         (Action::Search { .. } | Action::EndShell(_), Some(result)) => search_text(result),
         _ => None,
     };
-    match shape.host {
-        Host::CopilotCli => return render_copilot(guidelines, verdict),
-        Host::OpenCode => return render_opencode(guidelines, verdict),
-        Host::Codex | Host::ClaudeCode | Host::GeminiCli => {}
-    }
     match verdict {
+        BreakerVerdict::Halt(reason) if shape.host == Host::CopilotCli => {
+            Some(after_tool_context(shape, reason))
+        }
         // Claude Code (2.1.328) ignores `continue` after a failed tool: the model is told
         // instead, in the context it reads next.
         BreakerVerdict::Halt(reason) if shape.after_tool == "PostToolUseFailure" => {
@@ -97,10 +96,16 @@ pub fn render_hook(
             r#"{{"continue":false,"stopReason":{}}}"#,
             Value::from(reason.as_str())
         )),
-        BreakerVerdict::Deny(reason) if shape.host == Host::GeminiCli => Some(format!(
-            r#"{{"decision":"deny","reason":{}}}"#,
+        BreakerVerdict::Deny(reason) if shape.host == Host::CopilotCli => Some(format!(
+            r#"{{"permissionDecision":"deny","permissionDecisionReason":{}}}"#,
             Value::from(reason.as_str())
         )),
+        BreakerVerdict::Deny(reason) if matches!(shape.host, Host::GeminiCli | Host::OpenCode) => {
+            Some(format!(
+                r#"{{"decision":"deny","reason":{}}}"#,
+                Value::from(reason.as_str())
+            ))
+        }
         BreakerVerdict::Deny(reason) => Some(format!(
             r#"{{"hookSpecificOutput":{{"hookEventName":"{}","permissionDecision":"deny","permissionDecisionReason":{}}}}}"#,
             shape.before_tool,
@@ -117,57 +122,6 @@ pub fn render_hook(
     }
 }
 
-/// GitHub Copilot CLI (1.0.102) reads top-level keys only, and drops Claude Code's
-/// `hookSpecificOutput` without a word:
-///
-/// - deny → exactly `{"permissionDecision":"deny","permissionDecisionReason":REASON}`;
-/// - guidelines, a warning → exactly `{"additionalContext":TEXT}`, which it appends to the
-///   tool's result for the model;
-/// - halt → `{"additionalContext":REASON}`: it ignores `continue` after a tool, so the model
-///   is told instead, and every later edit is denied before it runs.
-fn render_copilot(guidelines: Option<String>, verdict: &BreakerVerdict) -> Option<String> {
-    let context = |text: &str| format!(r#"{{"additionalContext":{}}}"#, Value::from(text));
-    match verdict {
-        BreakerVerdict::Deny(reason) => Some(format!(
-            r#"{{"permissionDecision":"deny","permissionDecisionReason":{}}}"#,
-            Value::from(reason.as_str())
-        )),
-        BreakerVerdict::Halt(reason) => Some(context(reason)),
-        BreakerVerdict::Warning(line) => Some(context(&match guidelines {
-            Some(text) => format!("{text}\n\n{line}"),
-            None => line.clone(),
-        })),
-        BreakerVerdict::Nothing => guidelines.map(|text| context(&text)),
-    }
-}
-
-/// OpenCode, through our plugin (the contract between the shim and the plugin it installs):
-///
-/// - deny → exactly `{"decision":"deny","reason":REASON}`: the plugin throws REASON from
-///   `tool.execute.before`, and the model reads it as the tool's result;
-/// - guidelines, a warning → exactly `{"additionalContext":TEXT}`: the plugin appends TEXT to
-///   the tool's output in `tool.execute.after`;
-/// - halt → exactly `{"continue":false,"stopReason":REASON}`: the plugin appends REASON to the
-///   tool's output (OpenCode has no `continue`), and every later edit is denied.
-fn render_opencode(guidelines: Option<String>, verdict: &BreakerVerdict) -> Option<String> {
-    let context = |text: &str| format!(r#"{{"additionalContext":{}}}"#, Value::from(text));
-    match verdict {
-        BreakerVerdict::Deny(reason) => Some(format!(
-            r#"{{"decision":"deny","reason":{}}}"#,
-            Value::from(reason.as_str())
-        )),
-        BreakerVerdict::Halt(reason) => Some(format!(
-            r#"{{"continue":false,"stopReason":{}}}"#,
-            Value::from(reason.as_str())
-        )),
-        BreakerVerdict::Warning(line) => Some(context(&match guidelines {
-            Some(text) => format!("{text}\n\n{line}"),
-            None => line.clone(),
-        })),
-        BreakerVerdict::Nothing => guidelines.map(|text| context(&text)),
-    }
-}
-
 /// What the hook prints for `host` when it has nothing to say: nothing, except for Gemini CLI.
 /// When a hook's stdout is empty, Gemini CLI reads its stderr and shows that text to the user
 /// as a "hook system message"; so it always gets a JSON object, `{}` when there is nothing in
@@ -178,8 +132,12 @@ pub fn nothing(host: Host) -> Option<&'static str> {
 
 /// Additional context after a tool ran, labelled with the event it answers: `PostToolUse` (or
 /// Claude Code's `PostToolUseFailure`), or Gemini CLI's `AfterTool`, which appends it to the
-/// tool's result.
+/// tool's result. Copilot CLI and OpenCode's plugin read a top-level `{"additionalContext":TEXT}`
+/// and append TEXT to the tool's result.
 fn after_tool_context(shape: Shape, text: &str) -> String {
+    if matches!(shape.host, Host::CopilotCli | Host::OpenCode) {
+        return format!(r#"{{"additionalContext":{}}}"#, Value::from(text));
+    }
     if shape.after_tool == "PostToolUse" {
         return post_tool_use_context(text);
     }
