@@ -452,8 +452,7 @@ fn agent_hooks(host: Host, name: &'static str) -> Check {
     }
     for (event, commands) in &found {
         for command in commands {
-            let program = Path::new(hook_config::program(command));
-            if program.is_absolute() && !program.is_file() {
+            if let Some(program) = missing_program(command) {
                 return Check::fail(
                     name,
                     format!(
@@ -519,21 +518,21 @@ fn copilot_and_opencode() -> Vec<Check> {
     if hooks::config_file(Host::Copilot, None).is_ok_and(|f| used(&f, 2)) {
         checks.push(agent_hooks(Host::Copilot, "copilot hooks"));
     }
-    if hooks::config_file(Host::OpenCode, None).is_ok_and(|f| used(&f, 2)) {
-        checks.push(opencode_plugin());
+    if let Some(plugin) = hooks::config_file(Host::OpenCode, None)
+        .ok()
+        .filter(|f| used(f, 2))
+    {
+        checks.push(opencode_plugin(&plugin));
     }
     checks
 }
 
-/// Our OpenCode plugin in the user's OpenCode config, and the command it runs there to run.
-fn opencode_plugin() -> Check {
+/// Our OpenCode plugin at `path`, in the user's OpenCode config, and the command it runs there
+/// to run.
+fn opencode_plugin(path: &Path) -> Check {
     const NAME: &str = "opencode plugin";
     let fix = format!("guidebook hooks install {}", Host::OpenCode.flag());
-    let path = match hooks::config_file(Host::OpenCode, None) {
-        Ok(path) => path,
-        Err(e) => return Check::warn(NAME, e.to_string(), fix),
-    };
-    let text = match hooks::read_config(&path) {
+    let text = match hooks::read_config(path) {
         Ok(text) => text,
         Err(e) => return Check::fail(NAME, e.to_string(), format!("make it readable, then {fix}")),
     };
@@ -548,8 +547,7 @@ fn opencode_plugin() -> Check {
             format!("move it away, then {fix}"),
         );
     };
-    let program = Path::new(hook_config::program(&command));
-    if program.is_absolute() && !program.is_file() {
+    if let Some(program) = missing_program(&command) {
         return Check::fail(
             NAME,
             format!("{shown} runs {}, which does not exist", program.display()),
@@ -557,6 +555,12 @@ fn opencode_plugin() -> Check {
         );
     }
     Check::ok(NAME, format!("{shown} runs {command}"))
+}
+
+/// The program a hook command runs, when it is named by an absolute path that is no file.
+fn missing_program(command: &str) -> Option<&Path> {
+    let program = Path::new(hook_config::program(command));
+    (program.is_absolute() && !program.is_file()).then_some(program)
 }
 
 /// The guidebook validates, as `guidebook check` would say.
