@@ -253,7 +253,7 @@ fn read_gemini(event: &Value) -> Option<HookEvent> {
             "write_file" => Some(EditRequest::Write(str_field(input, "content")?.to_owned())),
             "replace" => Some(EditRequest::Replace(vec![replacement(
                 input,
-                "allow_multiple",
+                ["old_string", "new_string", "allow_multiple"],
             )?])),
             _ => None,
         });
@@ -380,16 +380,7 @@ fn copilot_tool(tool: &str, name: &EventName, event: &Value) -> ToolCall {
     // replaced exactly one occurrence (it refuses a text found twice).
     let edit = COPILOT_EDIT_TOOLS.contains(&tool).then(|| match &request {
         _ if failed => EditReport::Nothing,
-        Some(EditRequest::Write(content)) => EditReport::WholeFile {
-            content: Some(content.clone()),
-        },
-        Some(EditRequest::Replace(replacements)) => EditReport::Replace {
-            old: replacements[0].old.clone(),
-            new: replacements[0].new.clone(),
-            all: false,
-            original: None,
-        },
-        None => EditReport::Unknown,
+        request => report_of(request.as_ref()),
     });
     ToolCall {
         name: tool.to_owned(),
@@ -484,11 +475,10 @@ fn read_opencode(event: &Value) -> Option<HookEvent> {
         };
         let request = args.and_then(|args| match tool {
             "write" => Some(EditRequest::Write(str_field(args, "content")?.to_owned())),
-            "edit" => Some(EditRequest::Replace(vec![Replacement {
-                old: str_field(args, "oldString")?.to_owned(),
-                new: str_field(args, "newString")?.to_owned(),
-                all: args.get("replaceAll") == Some(&Value::Bool(true)),
-            }])),
+            "edit" => Some(EditRequest::Replace(vec![replacement(
+                args,
+                ["oldString", "newString", "replaceAll"],
+            )?])),
             _ => None,
         });
         let edit = OPENCODE_EDIT_TOOLS
@@ -521,24 +511,11 @@ fn opencode_edit(request: Option<&EditRequest>, response: Option<&Value>) -> Edi
         .and_then(|r| r.get("metadata"))
         .and_then(|m| m.get("filediff"))
         .and_then(|f| str_field(f, "patch"));
-    match request {
-        Some(EditRequest::Write(content)) => EditReport::WholeFile {
-            content: Some(content.clone()),
-        },
-        Some(EditRequest::Replace(replacements)) => {
-            if let Some(lines) = diff.and_then(unified_diff_lines) {
-                return EditReport::Lines(lines);
-            }
-            let replacement = &replacements[0];
-            EditReport::Replace {
-                old: replacement.old.clone(),
-                new: replacement.new.clone(),
-                all: replacement.all,
-                original: None,
-            }
-        }
-        None => EditReport::Unknown,
-    }
+    let lines = match request {
+        Some(EditRequest::Replace(_)) => diff.and_then(unified_diff_lines),
+        _ => None,
+    };
+    lines.map_or_else(|| report_of(request), EditReport::Lines)
 }
 
 /// Codex and Claude Code share one event shape: `session_id`, `hook_event_name`, `cwd`,
@@ -603,13 +580,13 @@ fn claude_request(tool: &str, input: &Value) -> Option<EditRequest> {
         "Write" => Some(EditRequest::Write(str_field(input, "content")?.to_owned())),
         "Edit" => Some(EditRequest::Replace(vec![replacement(
             input,
-            "replace_all",
+            CLAUDE_REPLACEMENT,
         )?])),
         "MultiEdit" => {
             let edits = input.get("edits")?.as_array()?;
             let replacements = edits
                 .iter()
-                .map(|edit| replacement(edit, "replace_all"))
+                .map(|edit| replacement(edit, CLAUDE_REPLACEMENT))
                 .collect::<Option<Vec<_>>>()?;
             (!replacements.is_empty()).then_some(EditRequest::Replace(replacements))
         }
@@ -617,13 +594,34 @@ fn claude_request(tool: &str, input: &Value) -> Option<EditRequest> {
     }
 }
 
-/// One `old_string` → `new_string` replacement, everywhere when `all_key` is `true`.
-fn replacement(input: &Value, all_key: &str) -> Option<Replacement> {
+/// Claude Code's keys of a replacement: `old_string`, `new_string`, `replace_all`.
+const CLAUDE_REPLACEMENT: [&str; 3] = ["old_string", "new_string", "replace_all"];
+
+/// One replacement, under the keys `[old, new, all]` its host names them by: everywhere when
+/// `all` is `true`.
+fn replacement(input: &Value, [old, new, all]: [&str; 3]) -> Option<Replacement> {
     Some(Replacement {
-        old: str_field(input, "old_string")?.to_owned(),
-        new: str_field(input, "new_string")?.to_owned(),
-        all: input.get(all_key) == Some(&Value::Bool(true)),
+        old: str_field(input, old)?.to_owned(),
+        new: str_field(input, new)?.to_owned(),
+        all: input.get(all) == Some(&Value::Bool(true)),
     })
+}
+
+/// What an edit request wrote when its host reports no diff: a `Write` the whole file, a
+/// replacement its first (and, for these hosts, only) one, found in the file.
+fn report_of(request: Option<&EditRequest>) -> EditReport {
+    match request {
+        Some(EditRequest::Write(content)) => EditReport::WholeFile {
+            content: Some(content.clone()),
+        },
+        Some(EditRequest::Replace(replacements)) => EditReport::Replace {
+            old: replacements[0].old.clone(),
+            new: replacements[0].new.clone(),
+            all: replacements[0].all,
+            original: None,
+        },
+        None => EditReport::Unknown,
+    }
 }
 
 /// Claude Code's `Edit`, `Write` and `MultiEdit` (2.1.x): `tool_response` is the tool's own
