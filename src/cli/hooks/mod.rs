@@ -172,7 +172,10 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     let mut plan = Plan::default();
     for host in hosts {
         let path = config_file(host, project.as_deref())?;
-        let hooks = plan.open(host, &path, &scope)?;
+        let hooks = match host {
+            Host::Copilot | Host::OpenCode => plan.open_ours(host, &path, &scope)?,
+            Host::Codex | Host::Claude | Host::Gemini => plan.open(host, &path, &scope)?,
+        };
         if host == Host::OpenCode {
             match &wiring {
                 Some(Wiring::Command(command)) => {
@@ -208,7 +211,8 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
                 uninstall_from(text, host.dialect()).map(|t| (t, ()))
             })?;
             if host == Host::Gemini {
-                let policy = plan.open(host, &gemini_policy_file(project.as_deref())?, &scope)?;
+                let policy =
+                    plan.open_ours(host, &gemini_policy_file(project.as_deref())?, &scope)?;
                 plan.edit(policy, "policy removed:", |text| {
                     Ok((gemini_policy::uninstall(text), ()))
                 })?;
@@ -229,7 +233,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
             install_placed(text, host, wiring).map(|i| (i.text.clone(), i))
         })?;
         if host == Host::Gemini {
-            let policy = plan.open(host, &gemini_policy_file(project.as_deref())?, &scope)?;
+            let policy = plan.open_ours(host, &gemini_policy_file(project.as_deref())?, &scope)?;
             plan.edit(policy, "policy written to", |text| {
                 gemini_policy::install(text).map(|t| (t, ()))
             })?;
@@ -367,6 +371,9 @@ struct PlannedFile {
     before: Snapshot,
     text: String,
     verbs: Vec<&'static str>,
+    /// A file only we write (Copilot CLI's hooks file of ours, our OpenCode plugin, our Gemini
+    /// CLI policy file): removed, not written, once nothing of ours is left in it.
+    ours: bool,
 }
 
 impl Plan {
@@ -392,8 +399,16 @@ impl Plan {
             located,
             before,
             verbs: Vec::new(),
+            ours: false,
         });
         Ok(self.files.len() - 1)
+    }
+
+    /// [`Plan::open`] for a file only we write.
+    fn open_ours(&mut self, host: Host, path: &Path, scope: &Scope) -> Result<usize, CliError> {
+        let i = self.open(host, path, scope)?;
+        self.files[i].ours = true;
+        Ok(i)
     }
 
     /// The text of file `i` as it was read.
@@ -491,7 +506,7 @@ impl Plan {
             return Ok(());
         }
         // A file of ours with nothing of ours left is removed rather than written.
-        let removing = wholly_ours_and_empty(file.host, named, &file.text);
+        let removing = file.ours && nothing_of_ours_left(file.host, &file.text);
         let (doing, done) = if removing {
             ("removing", files::remove(&file.located, &file.before))
         } else {
@@ -522,18 +537,10 @@ impl Plan {
     }
 }
 
-/// Whether `text` is a file of ours with nothing of ours left in it, removed rather than
-/// written: our OpenCode plugin or Gemini CLI policy file uninstalled (empty), or Copilot CLI's
-/// hooks file of ours (a file only we write, in a directory of hooks files) with no hook left and
-/// no other key.
-fn wholly_ours_and_empty(host: Host, path: &Path, text: &str) -> bool {
+/// Whether a file only we write holds nothing of ours any more: empty, or, for Copilot CLI's
+/// hooks file, no hook left and no other key.
+fn nothing_of_ours_left(host: Host, text: &str) -> bool {
     match host {
-        Host::OpenCode => text.is_empty(),
-        // Our policy file, beside Gemini CLI's settings, which are never removed.
-        Host::Gemini => {
-            text.is_empty()
-                && path.file_name() == Some(std::ffi::OsStr::new(gemini_policy::FILE_NAME))
-        }
         Host::Copilot => serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| {
             v.as_object().is_some_and(|top| {
                 top.iter().all(|(key, value)| match key.as_str() {
@@ -543,7 +550,7 @@ fn wholly_ours_and_empty(host: Host, path: &Path, text: &str) -> bool {
                 })
             })
         }),
-        Host::Codex | Host::Claude => false,
+        Host::Codex | Host::Claude | Host::Gemini | Host::OpenCode => text.is_empty(),
     }
 }
 
