@@ -7,6 +7,9 @@ use serde::Deserialize;
 
 use crate::tokens::Tokenizer;
 
+mod team_metrics;
+pub use team_metrics::{TeamAuth, TeamMetrics};
+
 /// Everything the sidecar and the CLI need to know about where things live and how big they may
 /// be. Built once at start-up and never mutated.
 #[derive(Debug, Clone)]
@@ -46,6 +49,8 @@ pub struct Settings {
     pub repository_rules: RepositoryRules,
     /// Team guidebooks fetched from git (`teamGuidebooks:`), in priority order after the root.
     pub team_guidebooks: Vec<TeamGuidebook>,
+    /// Where settled adherence is pushed for the team (`teamMetrics:`); off when `None`.
+    pub team_metrics: Option<TeamMetrics>,
 }
 
 /// `repositoryRules:` in `config.yaml`: which rule files a trusted repository's guidelines come
@@ -214,6 +219,7 @@ struct ConfigFile {
     record_metrics: Option<bool>,
     repository_rules: Option<RepositoryRules>,
     team_guidebooks: Option<Vec<TeamGuidebook>>,
+    team_metrics: Option<team_metrics::TeamMetricsFile>,
 }
 
 /// The `tokenizer` values `config.yaml` accepts; an unknown one is an error naming the file.
@@ -392,9 +398,23 @@ impl Settings {
             None => DEFAULT_IDLE_TIMEOUT_MS,
         };
         let team_guidebooks = team_guidebooks(&config_path, file.team_guidebooks, &home)?;
+        let team_metrics = team_metrics::resolve(
+            file.team_metrics,
+            env("ADAPTIVE_GUIDEBOOK_TEAM_METRICS_URL").map(|v| v.to_string_lossy().into_owned()),
+            |p| {
+                from_file(&Some(p.clone()))
+                    .map(|p| p.expect("a path was given"))
+                    .map_err(|e| e.to_string())
+            },
+        )
+        .map_err(|message| ConfigError::Invalid {
+            path: config_path.clone(),
+            message,
+        })?;
         let settings = Settings {
             repository_rules: file.repository_rules.unwrap_or_default(),
             team_guidebooks,
+            team_metrics,
             metrics_dir: pick(
                 &overrides.metrics_dir,
                 "ADAPTIVE_GUIDEBOOK_METRICS_DIR",

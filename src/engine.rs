@@ -48,6 +48,10 @@ pub struct Engine {
     pub recorder: Recorder,
     /// The live counters of the Prometheus endpoint.
     pub telemetry: Telemetry,
+    /// The team push's counters (`teamMetrics`), and its state for `status` while the daemon
+    /// pushes.
+    pub team: crate::store::TeamStore,
+    pub team_push: Arc<Mutex<crate::metrics::team::PushStatus>>,
     /// At most [`EVALUATIONS_PER_CORE`] evaluations per core at a time (see [`Gate`]).
     matching: Gate,
     /// The threads that take a share of a search's files (one per core but the caller's).
@@ -266,6 +270,8 @@ impl Engine {
                 Recorder::off()
             },
             telemetry: Telemetry::default(),
+            team: crate::store::TeamStore::new(db.clone()),
+            team_push: Arc::default(),
             matching: Gate::new(EVALUATIONS_PER_CORE * cores),
             helpers: Helpers::new(cores - 1),
             calls: InFlight::default(),

@@ -38,6 +38,14 @@ pub fn now_epoch() -> i64 {
     }
 }
 
+/// Milliseconds since the Unix epoch, now.
+pub fn now_millis() -> i64 {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_millis() as i64,
+        Err(e) => -(e.duration().as_millis() as i64),
+    }
+}
+
 /// The UTC date (`YYYY-MM-DD`) of an epoch second.
 pub fn date_of(epoch: i64) -> String {
     let (y, m, d) = civil_from_days(epoch.div_euclid(86_400));

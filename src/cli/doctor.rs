@@ -100,6 +100,7 @@ pub fn run(settings: Result<Settings, ConfigError>) -> ExitCode {
             checks.extend(team_guidebooks(&settings));
             checks.extend(trusted_repositories(&settings));
             checks.push(database(&settings));
+            checks.push(team_metrics(&settings));
             checks.push(flags_file(&settings.flags));
             checks.push(metrics_alerts(&settings));
         }
@@ -640,6 +641,88 @@ fn database(settings: &Settings) -> Check {
             ),
             "choose another --db / ADAPTIVE_GUIDEBOOK_DB",
         )
+    }
+}
+
+/// The team push: off, or its credentials, its last accepted push, series and last error (the
+/// running sidecar's, else what the database recorded).
+fn team_metrics(settings: &Settings) -> Check {
+    const NAME: &str = "team metrics";
+    let Some(team) = &settings.team_metrics else {
+        return Check::ok(NAME, "off (no teamMetrics in config.yaml)");
+    };
+    let url = &team.remote_write_url;
+    let credential = match &team.auth {
+        crate::config::TeamAuth::None => None,
+        crate::config::TeamAuth::Bearer { token_file } => Some((token_file, "bearerTokenFile")),
+        crate::config::TeamAuth::Basic { password_file, .. } => {
+            Some((password_file, "basicAuth.passwordFile"))
+        }
+    };
+    if let Some((path, key)) = credential {
+        if let Err(e) = crate::metrics::team::http::secret(path, key) {
+            return Check::fail(
+                NAME,
+                format!("{url}: {e}"),
+                format!("chmod 600 {} (or fix teamMetrics.{key})", path.display()),
+            );
+        }
+    }
+    let status =
+        ask::<serde_json::Value>(settings, &no_params(method::STATUS), Duration::from_secs(3));
+    let pushed = match status {
+        Ok(Reply::Answer(v)) => serde_json::from_value::<
+            Option<crate::rpc::status::TeamMetricsStatus>,
+        >(v["teamMetrics"].clone())
+        .ok()
+        .flatten(),
+        _ => None,
+    };
+    match pushed {
+        Some(t) => {
+            let last = t.last_push_at.as_deref().unwrap_or("never");
+            let detail = format!(
+                "{url}: last push {last}, {} series, {} sessions settled, {} waiting",
+                t.series, t.settled_sessions, t.pending_sessions
+            );
+            match (&t.last_error, t.configuration_error) {
+                (Some(e), true) => Check::fail(NAME, format!("{detail}; refused: {e}"), "fix teamMetrics in config.yaml (URL, credentials), then `guidebook metrics push`"),
+                (Some(e), false) => Check::warn(NAME, format!("{detail}; last error: {e}"), "the push retries by itself; `guidebook metrics push` tries now"),
+                (None, _) => Check::ok(NAME, detail),
+            }
+        }
+        None => {
+            // Opened only when it exists: doctor creates nothing.
+            let store = settings
+                .db
+                .exists()
+                .then(|| crate::store::Database::open(&settings.db, Duration::from_secs(2)))
+                .ok_or(())
+                .and_then(|r| r.map_err(|_| ()))
+                .map(crate::store::TeamStore::new);
+            let last = store
+                .as_ref()
+                .ok()
+                .and_then(|s| s.last_pushed_ms().ok().flatten())
+                .map(|ms| {
+                    crate::time::rfc3339(
+                        std::time::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64),
+                    )
+                });
+            let series = store
+                .as_ref()
+                .ok()
+                .and_then(|s| s.series().ok())
+                .map_or(0, |r| r.len());
+            Check::warn(
+                NAME,
+                format!(
+                    "{url}: the sidecar is not pushing now; last push {}, {series} series",
+                    last.as_deref().unwrap_or("never")
+                ),
+                "guidebook serve (or `guidebook metrics push` once)",
+            )
+        }
     }
 }
 

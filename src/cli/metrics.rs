@@ -1,6 +1,7 @@
-//! `guidebook metrics baseline|weekly|report` and `guidebook ab report`: the `.metrics/` files
-//! computed from the database, the A/B verdict and the trend picture. Reads: the database, the
-//! metrics directory. Writes: the metrics directory.
+//! `guidebook metrics baseline|weekly|report|push` and `guidebook ab report`: the `.metrics/`
+//! files computed from the database, the A/B verdict, the trend picture, and a team push now.
+//! Reads: the database, the metrics directory. Writes: the metrics directory, the team's
+//! remote-write endpoint.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +44,9 @@ pub enum MetricsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Settle what is due and push every team counter to teamMetrics.remoteWriteUrl now; exit 0
+    /// when the server accepted it, 1 with the server's status and URL otherwise.
+    Push,
     /// Draw the weekly trend against the baseline as an SVG picture.
     Report {
         /// Where to write it (default: METRICS_DIR/report.svg).
@@ -71,6 +75,42 @@ pub(super) fn store(settings: &Settings) -> Result<MetricsStore, CliError> {
         Duration::from_millis(settings.busy_timeout_ms),
     )?;
     Ok(MetricsStore::new(db))
+}
+
+/// `guidebook metrics push`: one full push from this process (beside a running sidecar's, whose
+/// counters it shares through the database).
+fn push(settings: &Settings) -> Result<ExitCode, CliError> {
+    let Some(team) = &settings.team_metrics else {
+        eprintln!(
+            "guidebook: teamMetrics is not configured: add teamMetrics.remoteWriteUrl to {} (or set ADAPTIVE_GUIDEBOOK_TEAM_METRICS_URL)",
+            settings
+                .config
+                .as_deref()
+                .unwrap_or(&settings.home.join("config.yaml"))
+                .display()
+        );
+        return Ok(ExitCode::from(2));
+    };
+    let db = Database::open(
+        &settings.db,
+        Duration::from_millis(settings.busy_timeout_ms),
+    )?;
+    let pushed = crate::metrics::team::Pusher::new(team, crate::store::TeamStore::new(db))
+        .map_err(crate::metrics::team::PushError::from)
+        .and_then(|p| p.push(crate::time::now_millis(), true));
+    match pushed {
+        Ok(p) => {
+            println!(
+                "pushed {} series ({} bytes) to {}: HTTP {}; {} sessions settled now",
+                p.sent, p.bytes, team.remote_write_url, p.status, p.settled
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("guidebook: team metrics push failed: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }
 
 fn measured_by(by: Option<String>) -> String {
@@ -136,6 +176,7 @@ pub fn run(settings: &Settings, command: MetricsCommand) -> Result<ExitCode, Cli
                 ExitCode::from(ALERT_EXIT)
             })
         }
+        MetricsCommand::Push => push(settings),
         MetricsCommand::Report { out } => {
             let out = out.unwrap_or_else(|| dir.root.join("report.svg"));
             let weeks: Vec<_> = dir

@@ -200,6 +200,13 @@ pub enum Command {
         /// Print the numbers as JSON (the page is written only with --out).
         #[arg(long)]
         json: bool,
+        /// The team's report: every sidecar's pushed counters summed from the Prometheus-compatible
+        /// query API at URL (e.g. http://prometheus:9090), with teamMetrics' credentials and CA file.
+        #[arg(long, value_name = "URL")]
+        team: Option<String>,
+        /// With --team: only series with this label (repeatable), e.g. --label team=payments.
+        #[arg(long = "label", value_name = "NAME=VALUE", requires = "team")]
+        labels: Vec<String>,
     },
     /// The haiku A/B test of the QC model.
     Ab {
@@ -407,7 +414,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Mcp { orchestrator } => mcp::run(&settings, orchestrator),
         Command::Metrics { command } => metrics::run(&settings, command),
         Command::Ab { command } => metrics::run_ab(&settings, command),
-        Command::Report { since, out, json } => report::run(&settings, since, out, json),
+        Command::Report {
+            since,
+            out,
+            json,
+            team,
+            labels,
+        } => report::run(&settings, since, out, json, team.map(|url| (url, labels))),
         Command::Trust(args) => trust::run(&settings, args),
         Command::Untrust(args) => trust::run_untrust(&settings, args),
         Command::Export(args) => export::run(&settings, args),

@@ -267,17 +267,6 @@ pub struct Outcomes {
     pub no_evidence: u64,
 }
 
-impl Outcomes {
-    fn add(&mut self, outcome: Outcome) {
-        self.presentations += 1;
-        match outcome {
-            Outcome::NoEvidence => self.no_evidence += 1,
-            Outcome::Followed => self.followed += 1,
-            Outcome::Repeated => self.repeated += 1,
-        }
-    }
-}
-
 /// One group's sessions in the hold-out test.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GroupRow {
@@ -414,6 +403,9 @@ pub struct DayRow {
 pub struct AdherenceReport {
     /// The first day counted (`--since`), if any.
     pub since: Option<String>,
+    /// The sidecars whose pushed counters the report sums (`report --team` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<u64>,
     pub generated_at: String,
     pub sessions: u64,
     pub holdout_sessions: u64,
@@ -425,18 +417,59 @@ pub struct AdherenceReport {
     pub days: Vec<DayRow>,
 }
 
-#[derive(Default)]
-struct Totals {
-    fires: u64,
-    written: u64,
-    shown: Outcomes,
-    held_out: Outcomes,
-    blocks: u64,
-    corrected: u64,
-    allowances: u64,
+/// One guideline's counts over the sessions added: what a report row is computed from, and
+/// what the team push adds up (`metrics::team`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub fires: u64,
+    pub written: u64,
+    pub shown: OutcomeCounts,
+    pub held_out: OutcomeCounts,
+    pub blocks: u64,
+    pub corrected: u64,
+    pub allowances: u64,
     /// (sessions triggered, sessions rematched) per group.
-    shown_sessions: (u64, u64),
-    held_sessions: (u64, u64),
+    pub shown_sessions: (u64, u64),
+    pub held_sessions: (u64, u64),
+}
+
+/// Presentations by outcome (their sum is the presentations).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutcomeCounts {
+    pub followed: u64,
+    pub repeated: u64,
+    pub no_evidence: u64,
+}
+
+impl OutcomeCounts {
+    fn add(&mut self, outcome: Outcome) {
+        *self.of_mut(outcome) += 1;
+    }
+
+    pub fn of_mut(&mut self, outcome: Outcome) -> &mut u64 {
+        match outcome {
+            Outcome::NoEvidence => &mut self.no_evidence,
+            Outcome::Followed => &mut self.followed,
+            Outcome::Repeated => &mut self.repeated,
+        }
+    }
+
+    pub fn of(&self, outcome: Outcome) -> u64 {
+        match outcome {
+            Outcome::NoEvidence => self.no_evidence,
+            Outcome::Followed => self.followed,
+            Outcome::Repeated => self.repeated,
+        }
+    }
+
+    fn outcomes(self) -> Outcomes {
+        Outcomes {
+            presentations: self.followed + self.repeated + self.no_evidence,
+            followed: self.followed,
+            repeated: self.repeated,
+            no_evidence: self.no_evidence,
+        }
+    }
 }
 
 /// The totals of guideline `g`, created empty the first time (no allocation after that).
@@ -459,11 +492,34 @@ pub struct Aggregate {
 impl Aggregate {
     /// Adds one session, its events in the order recorded.
     pub fn session<'e>(&mut self, events: impl IntoIterator<Item = &'e Event>) {
+        self.session_from(events, 0);
+    }
+
+    /// Adds what one session's events from the `first_new`-th on contribute, the earlier ones
+    /// fed only for the state they leave: a session settled once and continued later (the team
+    /// push) adds its new events' counts, its new presentations and first triggers as they
+    /// stand now, and is not counted as a session again. Each presentation's outcome and each
+    /// trigger's re-match is thus decided once, when its part of the session settles.
+    pub fn session_from<'e>(
+        &mut self,
+        events: impl IntoIterator<Item = &'e Event>,
+        first_new: usize,
+    ) {
         let mut tracker = SessionTracker::default();
         let mut deltas = Vec::new();
-        for e in events {
+        let (mut old_presentations, mut old_searches) = (0, 0);
+        let mut fed = 0;
+        for (i, e) in events.into_iter().enumerate() {
+            fed = i + 1;
+            if i == first_new {
+                old_presentations = tracker.presentations.len();
+                old_searches = tracker.searches;
+            }
             deltas.clear();
             tracker.feed(e, &mut deltas);
+            if i < first_new {
+                continue;
+            }
             let day = match e {
                 Event::Search { at, .. } | Event::Block { at, .. } => at.div_euclid(DAY) * DAY,
             };
@@ -489,15 +545,21 @@ impl Aggregate {
                 }
             }
         }
+        if fed <= first_new {
+            // No event from `first_new` on: nothing new.
+            (old_presentations, old_searches) = (tracker.presentations.len(), tracker.searches);
+        }
         let Some(holdout) = tracker.holdout else {
-            if !tracker.refused.is_empty() {
+            if !tracker.refused.is_empty() && first_new == 0 {
                 self.sessions += 1;
             }
             return;
         };
-        self.sessions += 1;
-        self.holdout_sessions += u64::from(holdout);
-        for (g, day, held, outcome) in tracker.presentations() {
+        if first_new == 0 {
+            self.sessions += 1;
+            self.holdout_sessions += u64::from(holdout);
+        }
+        for (g, day, held, outcome) in tracker.presentations().skip(old_presentations) {
             let t = self.totals.entry(g.to_string()).or_default();
             if held {
                 t.held_out.add(outcome);
@@ -510,6 +572,9 @@ impl Aggregate {
             }
         }
         for (g, trigger) in &tracker.triggers {
+            if trigger.search < old_searches {
+                continue;
+            }
             let t = self.totals.entry(g.clone()).or_default();
             let group = if holdout {
                 &mut t.held_sessions
@@ -519,6 +584,25 @@ impl Aggregate {
             group.0 += 1;
             group.1 += u64::from(trigger.rematched);
         }
+    }
+
+    /// The aggregate of counts added up elsewhere (the team's, from Prometheus): no days.
+    pub fn of_totals(
+        totals: BTreeMap<String, Totals>,
+        sessions: u64,
+        holdout_sessions: u64,
+    ) -> Self {
+        Aggregate {
+            totals,
+            days: BTreeMap::new(),
+            sessions,
+            holdout_sessions,
+        }
+    }
+
+    /// Each guideline's counts so far, and the sessions and hold-out sessions added.
+    pub fn totals(&self) -> (&BTreeMap<String, Totals>, u64, u64) {
+        (&self.totals, self.sessions, self.holdout_sessions)
     }
 
     /// The report, `since` and `generated_at` as given.
@@ -534,8 +618,8 @@ impl Aggregate {
                 id,
                 fires: t.fires,
                 fires_on_written_lines: t.written,
-                shown: t.shown,
-                held_out: t.held_out,
+                shown: t.shown.outcomes(),
+                held_out: t.held_out.outcomes(),
                 blocks: t.blocks,
                 corrected: t.corrected,
                 allowances: t.allowances,
@@ -567,6 +651,7 @@ impl Aggregate {
             .collect();
         AdherenceReport {
             since,
+            instances: None,
             generated_at,
             sessions: self.sessions,
             holdout_sessions: self.holdout_sessions,

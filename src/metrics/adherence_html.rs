@@ -55,9 +55,11 @@ pub fn page(report: &AdherenceReport) -> String {
          <title>Adaptive Guidebook: does the guidebook work?</title><style>{STYLE}</style>\
          </head><body>\n<h1>Does the guidebook work?</h1>\n<p class=\"meta\">{} · generated {} \
          · outcomes as defined in docs/guide/adherence.md</p>\n",
-        match &report.since {
-            Some(s) => format!("since {}", escape(s)),
-            None => "everything recorded".into(),
+        match (&report.since, report.instances) {
+            (Some(s), Some(n)) => format!("the team: {n} sidecars, since {}", escape(s)),
+            (None, Some(n)) => format!("the team: {n} sidecars, everything pushed"),
+            (Some(s), None) => format!("since {}", escape(s)),
+            (None, None) => "everything recorded".into(),
         },
         escape(&report.generated_at)
     );

@@ -1,7 +1,8 @@
 //! Measuring the rollout: what the sidecar records ([`recorder`]), the live counters of the
 //! Prometheus endpoint ([`telemetry`]), the `.metrics/` files ([`files`]: baseline, weekly,
 //! comparison, alert), the haiku A/B test ([`ab`]), the statistics behind them ([`stats`]), the
-//! trend picture ([`plot`]) and per-guideline adherence ([`adherence`]). Reads: the metrics
+//! trend picture ([`plot`]), per-guideline adherence ([`adherence`]) and its team-wide push
+//! and report ([`team`]). Reads: the metrics
 //! tables. Writes: the metrics directory.
 
 pub mod ab;
@@ -11,6 +12,7 @@ pub mod files;
 pub mod plot;
 pub mod recorder;
 pub mod stats;
+pub mod team;
 pub mod telemetry;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! Answers `status`: version, uptime, where things live, and the guidebook's load state with
-//! every file error (path, line, message) of guidelines and prompt packs. Reads: guideline
-//! snapshot, prompt packs, settings.
+//! every file error (path, line, message) of guidelines and prompt packs, the team push's state.
+//! Reads: guideline snapshot, prompt packs, settings, the team push's state.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,52 @@ pub struct Status {
     /// answers of sidecars older than this field.
     #[serde(default)]
     pub sources: Option<SourcesStatus>,
+    /// The team push (`teamMetrics`); `null` when it is off, and in the answers of sidecars
+    /// older than this field.
+    #[serde(default)]
+    pub team_metrics: Option<TeamMetricsStatus>,
+}
+
+/// The team push's state: its last accepted push, its series, its last failure.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamMetricsStatus {
+    /// The remote-write URL pushed to.
+    pub url: String,
+    /// When the server last accepted a push (RFC 3339); `null` before the first.
+    pub last_push_at: Option<String>,
+    /// Series kept (at most `maxSeries`), and series the last accepted push sent.
+    pub series: usize,
+    pub sent: usize,
+    /// Sessions settled so far, and sessions waiting to settle.
+    pub settled_sessions: u64,
+    pub pending_sessions: u64,
+    /// The last failure, while it lasts.
+    pub last_error: Option<String>,
+    /// Whether that failure is one of configuration (a 4xx other than 429, a credential or CA
+    /// file): tried again only at the next interval.
+    pub configuration_error: bool,
+}
+
+impl TeamMetricsStatus {
+    fn of(engine: &Engine) -> Option<TeamMetricsStatus> {
+        let team = engine.settings.team_metrics.as_ref()?;
+        let s = engine
+            .team_push
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Some(TeamMetricsStatus {
+            url: team.remote_write_url.clone(),
+            last_push_at: s.last_push_at,
+            series: s.series,
+            sent: s.sent,
+            settled_sessions: s.settled_sessions,
+            pending_sessions: s.pending_sessions,
+            last_error: s.last_error,
+            configuration_error: s.configuration_error,
+        })
+    }
 }
 
 /// The team guidebooks and the trusted repositories' rules being served.
@@ -170,6 +216,7 @@ pub fn handle(engine: &Engine, _params: Params) -> Status {
                 .collect(),
         },
         sources: Some(sources_status(engine)),
+        team_metrics: TeamMetricsStatus::of(engine),
         tokenizer: Some(TokenizerStatus {
             name: engine.tokenizer.name().to_string(),
             vocabulary_loaded: crate::tokens::vocabulary_loaded(),

@@ -1,6 +1,6 @@
 //! The daemon's start-up: private directories, the sample guidebook, the engine, the socket
-//! (bound, or adopted from systemd), the Prometheus endpoint if configured, readiness, the watch
-//! over the sources (reloads on change), and serving until shutdown.
+//! (bound, or adopted from systemd), the Prometheus endpoint and the team push if configured,
+//! readiness, the watch over the sources (reloads on change), and serving until shutdown.
 //!
 //! `guidebook serve` is a thin caller of [`start`]; everything a daemon does between its
 //! arguments and its exit lives here.
@@ -94,6 +94,19 @@ pub fn start<F: Future<Output = ()> + Send + 'static>(
             engine.warm();
         })
     });
+    // The team push on a thread of its own, never on a hook's path.
+    if let Some(team) = &settings.team_metrics {
+        tracing::info!(url = %team.remote_write_url, "pushing settled adherence for the team");
+        crate::metrics::team::push::spawn(
+            team.clone(),
+            engine.team.clone(),
+            engine.team_push.clone(),
+        )
+        .map_err(|source| StartError::Io {
+            doing: "starting the team metrics push".into(),
+            source,
+        })?;
+    }
     {
         let engine = engine.clone();
         let watch = watch.clone();

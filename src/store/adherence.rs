@@ -221,38 +221,74 @@ pub fn each_session(
             }
             session = sid;
         }
-        let event = if kind == BLOCK {
-            serde_json::from_slice::<(String, String)>(&data)
-                .ok()
-                .map(|(path, guideline)| AdherenceEvent::Block {
-                    at,
-                    path,
-                    guideline,
-                })
-        } else {
-            serde_json::from_slice::<Vec<ReadFile>>(&data)
-                .ok()
-                .map(|files| AdherenceEvent::Search {
-                    at,
-                    holdout,
-                    files: files
-                        .into_iter()
-                        .map(|(path, whole, matched, presented, allowed)| FileRecord {
-                            path,
-                            matched,
-                            presented,
-                            allowed,
-                            whole,
-                        })
-                        .collect(),
-                })
-        };
-        events.extend(event);
+        events.extend(event_of(kind, at, holdout, &data));
     }
     if !events.is_empty() {
         each(&session, &events);
     }
     Ok(())
+}
+
+/// One row's event; `None` for a row whose data does not parse (skipped by every reader).
+fn event_of(kind: i64, at: Epoch, holdout: bool, data: &[u8]) -> Option<AdherenceEvent> {
+    if kind == BLOCK {
+        serde_json::from_slice::<(String, String)>(data)
+            .ok()
+            .map(|(path, guideline)| AdherenceEvent::Block {
+                at,
+                path,
+                guideline,
+            })
+    } else {
+        serde_json::from_slice::<Vec<ReadFile>>(data)
+            .ok()
+            .map(|files| AdherenceEvent::Search {
+                at,
+                holdout,
+                files: files
+                    .into_iter()
+                    .map(|(path, whole, matched, presented, allowed)| FileRecord {
+                        path,
+                        matched,
+                        presented,
+                        allowed,
+                        whole,
+                    })
+                    .collect(),
+            })
+    }
+}
+
+/// One session's events with their row ids, in the order recorded (the team push's settling
+/// reads a session whole, and counts only what came after the row it settled last).
+pub(super) fn session_events(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> Result<Vec<(i64, AdherenceEvent)>, StoreError> {
+    let doing = "reading a session's adherence records";
+    let mut s = conn
+        .prepare_cached(
+            "SELECT id, kind, at, holdout, data FROM adherence_event
+             WHERE session_id = ?1 ORDER BY id",
+        )
+        .map_err(StoreError::sql(doing))?;
+    let rows = s
+        .query_map([session_id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, bool>(3)?,
+                r.get_ref(4)?.as_bytes()?.to_vec(),
+            ))
+        })
+        .map_err(StoreError::sql(doing))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, kind, at, holdout, data) = row.map_err(StoreError::sql(doing))?;
+        out.extend(event_of(kind, at, holdout, &data).map(|e| (id, e)));
+    }
+    Ok(out)
 }
 
 /// The schema (one migration): one row per search or refusal; `data` is the search's files,

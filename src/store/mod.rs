@@ -6,11 +6,13 @@ mod adherence;
 mod breaker;
 mod metrics;
 mod presentation;
+mod team;
 
 pub use adherence::{AdherenceEvent, FileRecord, GuidelineIds, IndexedFile, IndexedSearch};
 pub use breaker::{BreakerRow, BreakerStore, StreakRow};
 pub use metrics::{MetricsStore, Observed, QcResult, QcRow, ReviewedPass, WindowData};
 pub use presentation::PresentationStore;
+pub use team::{Increment, SeriesRow, TeamStore};
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -103,6 +105,8 @@ const MIGRATIONS: &[&str] = &[
     // Per-guideline adherence: each search's files with what matched and was presented, and
     // checkEdit's refusals, in order (`metrics::adherence`).
     adherence::MIGRATION,
+    // The team push: settled sessions and the cumulative counters they added up to.
+    team::MIGRATION,
 ];
 
 /// The database: a connection pool over one SQLite file in WAL mode.
