@@ -47,5 +47,6 @@ mod sources_trust;
 mod sources_watch;
 mod starvation;
 mod structural;
+mod team_metrics;
 mod test_script;
 mod tidy;
