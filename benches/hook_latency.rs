@@ -221,10 +221,21 @@ fn main() {
     let (mut t_base_hook, mut t_base_rpc) = (vec![], vec![]);
     let mut t_static_hook = vec![];
     let pause = Duration::from_millis(common::env_or("HOOK_BENCH_PAUSE_MS", 0));
+    // CPU time beside wall time: each warm hook's shim (its children's rusage), and each
+    // sidecar's over the whole loop (all its threads: what a feature's own thread costs too).
+    let (mut cpu_hook, mut cpu_base_hook) = (vec![], vec![]);
+    let daemon_cpu_before = daemon.cpu();
+    let base_cpu_before = baseline.as_ref().and_then(|(_, _, d)| d.cpu());
+    let timed_cpu = |cpu: &mut Vec<f64>, f: &dyn Fn() -> Duration| {
+        let before = common::children_cpu();
+        let wall = f();
+        cpu.push(ms(common::children_cpu() - before));
+        ms(wall)
+    };
     // Interleaved, so that whatever else the machine does affects every series alike.
     for i in 0..runs {
         // A new session each time: every hook really presents its guidelines.
-        t_hook.push(ms(hook(&format!("h{i}")).0));
+        t_hook.push(timed_cpu(&mut cpu_hook, &|| hook(&format!("h{i}")).0));
         t_hook_unbudgeted.push(ms(hook_with(&format!("u{i}"), "0").0));
         t_floor.push(ms(floor().0));
         std::thread::sleep(pause);
@@ -233,7 +244,7 @@ fn main() {
             t_static_hook.push(ms(static_hook(&format!("s{i}")).0));
         }
         if baseline.is_some() {
-            t_base_hook.push(ms(base_hook(&format!("bh{i}")).0));
+            t_base_hook.push(timed_cpu(&mut cpu_base_hook, &|| base_hook(&format!("bh{i}")).0));
             std::thread::sleep(pause);
             t_base_rpc.push(ms(base_rpc(&format!("br{i}"))));
         }
@@ -241,6 +252,14 @@ fn main() {
             t_cold.push(ms(cold(&format!("c{i}")).0));
         }
     }
+    // Per search the sidecar answered in the loop: three per round here, two for the baseline.
+    let per_search = |before: Option<Duration>, after: Option<Duration>, searches: usize| {
+        Some(ms(after? - before?) / searches.max(1) as f64)
+    };
+    let daemon_cpu = per_search(daemon_cpu_before, daemon.cpu(), 3 * runs);
+    let base_cpu = baseline
+        .as_ref()
+        .and_then(|(_, _, d)| per_search(base_cpu_before, d.cpu(), 2 * runs));
     // Peak resident memory of the sidecar over the whole run (Linux only).
     let peak_rss_kib = daemon.peak_rss_kib();
     drop(daemon);
@@ -289,6 +308,11 @@ fn main() {
     if let Some(kib) = peak_rss_kib {
         println!("sidecar peak RSS: {:.1} MiB", kib as f64 / 1024.0);
     }
+    let cpu_hook_m = common::percentile(&mut cpu_hook, 0.5);
+    println!(
+        "CPU (user + system): the shim {cpu_hook_m:.3} ms per hook (median); the sidecar {} ms per search (all threads, the loop's total / searches)",
+        daemon_cpu.map_or("?".into(), |c| format!("{c:.3}"))
+    );
     let mut compared = serde_json::Value::Null;
     if let Some((_, _, base_daemon)) = &baseline {
         let base_hook_m = row(&format!("{compared_name}: hook (warm)"), &mut t_base_hook);
@@ -300,6 +324,16 @@ fn main() {
             "this build / {compared_name} (medians): hook {:.3}x, search round trip {:.3}x",
             hook_m.0 / base_hook_m.0,
             rpc_m.0 / base_rpc_m.0
+        );
+        let cpu_base_m = common::percentile(&mut cpu_base_hook, 0.5);
+        println!(
+            "{compared_name} CPU: the shim {cpu_base_m:.3} ms per hook; the sidecar {} ms per search; this build / {compared_name}: shim {:.3}x, sidecar {}",
+            base_cpu.map_or("?".into(), |c| format!("{c:.3}")),
+            cpu_hook_m / cpu_base_m.max(1e-9),
+            match (daemon_cpu, base_cpu) {
+                (Some(a), Some(b)) => format!("{:.3}x", a / b.max(1e-9)),
+                _ => "?".into(),
+            }
         );
         if let Some(kib) = base_daemon.peak_rss_kib() {
             println!(

@@ -372,6 +372,11 @@ impl BenchSidecar {
     }
 
     /// Peak resident memory so far (`VmHWM`, Linux only), in KiB.
+    /// CPU time (user + system) the sidecar has used so far, all its threads (Linux only).
+    pub fn cpu(&self) -> Option<std::time::Duration> {
+        process_cpu(self.child.id())
+    }
+
     pub fn peak_rss_kib(&self) -> Option<u64> {
         std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .ok()?
@@ -486,4 +491,30 @@ pub fn spawn_timed(
     child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
     child.wait().unwrap();
     (start.elapsed(), out)
+}
+
+/// CPU time (user + system) process `pid` has used so far, from `/proc/PID/stat` (Linux only).
+pub fn process_cpu(pid: u32) -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Some(std::time::Duration::from_micros(ticks * 1_000_000 / per_second))
+}
+
+/// CPU time (user + system) of this process's children that have been waited for.
+pub fn children_cpu() -> std::time::Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64) + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }

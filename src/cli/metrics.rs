@@ -45,7 +45,8 @@ pub enum MetricsCommand {
         json: bool,
     },
     /// Settle what is due and push every team counter to teamMetrics.remoteWriteUrl now; exit 0
-    /// when the server accepted it, 1 with the server's status and URL otherwise.
+    /// when the server accepted it, 1 with the server's status and URL otherwise, 2 when
+    /// teamMetrics is not configured.
     Push,
     /// Draw the weekly trend against the baseline as an SVG picture.
     Report {

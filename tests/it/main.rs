@@ -13,6 +13,7 @@ mod build_prompt;
 mod claude_real;
 mod cli;
 mod cli_docs;
+mod config_schema;
 mod codex_real;
 mod copilot_real;
 mod doctor;

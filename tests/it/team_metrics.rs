@@ -105,8 +105,16 @@ impl Developer {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// `status`'s `teamMetrics`, the whole answer checked against its declared schema.
     fn team_status(&self) -> Value {
-        self.sidecar.result("status", json!({}))["teamMetrics"].clone()
+        let status = self.sidecar.result("status", json!({}));
+        let doc = crate::openrpc::document();
+        crate::openrpc::assert_valid(
+            &crate::openrpc::result_validator(&doc, "status"),
+            "status",
+            &status,
+        );
+        status["teamMetrics"].clone()
     }
 
     /// Polls `status` until every session has settled and the push that followed was accepted.
@@ -374,6 +382,12 @@ fn two_sidecars_push_to_a_real_prometheus_and_the_team_report_is_their_sum() {
         &want,
     );
     assert_eq!(team["instances"], 2);
+    // The Grafana dashboard's queries run on the real Prometheus and say what the report says.
+    let dashboard = dashboard_answers(&prom);
+    assert_eq!(dashboard["Sidecars"], 2.0, "{dashboard:?}");
+    assert_eq!(dashboard["Settled sessions"], want.0 as f64);
+    let followed: u64 = want.2.values().map(|v| v[3].as_u64().unwrap_or(0)).sum();
+    assert_eq!(dashboard["Adherence per guideline/followed"], followed as f64);
     // A filter that matches no series: nothing counted, and no sidecar.
     let out = b.sidecar.cli(&[
         "report",
@@ -415,6 +429,33 @@ fn two_sidecars_push_to_a_real_prometheus_and_the_team_report_is_their_sum() {
         html.contains("2 sidecars"),
         "the page names the sidecars it sums"
     );
+}
+
+/// Every query of `integrations/grafana/team-adherence.json`, its variables filled in (the
+/// last day, every team), evaluated by the real Prometheus: per panel title the sum of its
+/// values, and per `title/outcome` for the series that carry an outcome.
+fn dashboard_answers(prom: &Prometheus) -> BTreeMap<String, f64> {
+    let path = manifest_dir().join("integrations/grafana/team-adherence.json");
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut sums = BTreeMap::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        let title = panel["title"].as_str().unwrap();
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__range", "86400s")
+                .replace("$team", ".*");
+            assert!(!expr.contains('$'), "a variable left in {expr}");
+            for (labels, value) in prom.query(&expr) {
+                *sums.entry(title.to_string()).or_default() += value;
+                if let Some(outcome) = labels["outcome"].as_str() {
+                    *sums.entry(format!("{title}/{outcome}")).or_default() += value;
+                }
+            }
+        }
+    }
+    sums
 }
 
 /// A certificate authority and a server certificate for 127.0.0.1 signed by it, made by the
