@@ -244,7 +244,9 @@ fn main() {
             t_static_hook.push(ms(static_hook(&format!("s{i}")).0));
         }
         if baseline.is_some() {
-            t_base_hook.push(timed_cpu(&mut cpu_base_hook, &|| base_hook(&format!("bh{i}")).0));
+            t_base_hook.push(timed_cpu(&mut cpu_base_hook, &|| {
+                base_hook(&format!("bh{i}")).0
+            }));
             std::thread::sleep(pause);
             t_base_rpc.push(ms(base_rpc(&format!("br{i}"))));
         }

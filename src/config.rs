@@ -404,7 +404,10 @@ impl Settings {
             |p| {
                 from_file(&Some(p.clone()))
                     .map(|p| p.expect("a path was given"))
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| match e {
+                        ConfigError::Invalid { message, .. } => message,
+                        other => other.to_string(),
+                    })
             },
         )
         .map_err(|message| ConfigError::Invalid {

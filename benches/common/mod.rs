@@ -502,7 +502,9 @@ pub fn process_cpu(pid: u32) -> Option<std::time::Duration> {
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     // SAFETY: sysconf has no preconditions.
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Some(std::time::Duration::from_micros(ticks * 1_000_000 / per_second))
+    Some(std::time::Duration::from_micros(
+        ticks * 1_000_000 / per_second,
+    ))
 }
 
 /// CPU time (user + system) of this process's children that have been waited for.
@@ -514,7 +516,8 @@ pub fn children_cpu() -> std::time::Duration {
         usage
     };
     let tv = |t: libc::timeval| {
-        std::time::Duration::from_secs(t.tv_sec as u64) + std::time::Duration::from_micros(t.tv_usec as u64)
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
     };
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }

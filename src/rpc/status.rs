@@ -28,7 +28,7 @@ pub struct Status {
     pub sources: Option<SourcesStatus>,
     /// The team push (`teamMetrics`); `null` when it is off, and in the answers of sidecars
     /// older than this field.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub team_metrics: Option<TeamMetricsStatus>,
 }
 

@@ -30,6 +30,7 @@ fn resolve(home: &Path, yaml: &str) -> Result<Settings, ConfigError> {
     Settings::resolve_with(&Overrides::default(), |key| match key {
         "ADAPTIVE_GUIDEBOOK_HOME" => Some(home.into()),
         "ADAPTIVE_GUIDEBOOK_CONFIG" => Some(config.clone().into()),
+        "HOME" => Some(home.into()),
         _ => None,
     })
 }
@@ -78,7 +79,10 @@ fn the_schema_names_exactly_the_keys_the_parser_accepts() {
         ("KEY: 1\n", &s),
         ("breaker: {KEY: 1}\n", &p["breaker"]),
         ("repositoryRules: {KEY: 1}\n", &p["repositoryRules"]),
-        ("teamGuidebooks: [{name: a, url: b, KEY: 1}]\n", &p["teamGuidebooks"]["items"]),
+        (
+            "teamGuidebooks: [{name: a, url: b, KEY: 1}]\n",
+            &p["teamGuidebooks"]["items"],
+        ),
         ("teamMetrics: {KEY: 1}\n", &p["teamMetrics"]),
         (
             "teamMetrics: {basicAuth: {username: u, passwordFile: p, KEY: 1}}\n",
@@ -87,7 +91,10 @@ fn the_schema_names_exactly_the_keys_the_parser_accepts() {
     ];
     for (wrap, at) in levels {
         assert_eq!(parser_keys(wrap), schema_keys(at), "{wrap}");
-        assert!(!schema_errors(&wrap.replace("KEY", "zzUnknown")).is_empty(), "{wrap}");
+        assert!(
+            !schema_errors(&wrap.replace("KEY", "zzUnknown")).is_empty(),
+            "{wrap}"
+        );
     }
 }
 
@@ -133,7 +140,13 @@ fn what_the_sidecar_refuses_the_schema_refuses() {
     ];
     for yaml in bad {
         let home = tempfile::tempdir().unwrap();
-        assert!(resolve(home.path(), &yaml).is_err(), "the sidecar takes:\n{yaml}");
-        assert!(!schema_errors(&yaml).is_empty(), "the schema takes:\n{yaml}");
+        assert!(
+            resolve(home.path(), &yaml).is_err(),
+            "the sidecar takes:\n{yaml}"
+        );
+        assert!(
+            !schema_errors(&yaml).is_empty(),
+            "the schema takes:\n{yaml}"
+        );
     }
 }

@@ -387,7 +387,10 @@ fn two_sidecars_push_to_a_real_prometheus_and_the_team_report_is_their_sum() {
     assert_eq!(dashboard["Sidecars"], 2.0, "{dashboard:?}");
     assert_eq!(dashboard["Settled sessions"], want.0 as f64);
     let followed: u64 = want.2.values().map(|v| v[3].as_u64().unwrap_or(0)).sum();
-    assert_eq!(dashboard["Adherence per guideline/followed"], followed as f64);
+    assert_eq!(
+        dashboard["Adherence per guideline/followed"],
+        followed as f64
+    );
     // A filter that matches no series: nothing counted, and no sidecar.
     let out = b.sidecar.cli(&[
         "report",
