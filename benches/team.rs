@@ -111,7 +111,7 @@ fn main() {
     let (mut enc_walls, mut enc_cpus) = (vec![], vec![]);
     let mut encoded = 0;
     for _ in 0..101 {
-        let cpu = thread_cpu();
+        let cpu = common::thread_cpu();
         let t = Instant::now();
         let timeseries = rows
             .iter()
@@ -142,7 +142,7 @@ fn main() {
             .collect();
         encoded = remote_write::encode(&WriteRequest { timeseries }).len();
         enc_walls.push(ms(t.elapsed()));
-        enc_cpus.push(ms(thread_cpu() - cpu));
+        enc_cpus.push(ms(common::thread_cpu() - cpu));
     }
     println!(
         "1. a push of {} series: encoded in process (two samples each) {encoded} bytes, wall {:.2} ms, CPU {:.2} ms (medians of 101); `guidebook metrics push` end to end (every series, one sample each): {}; median of 11: wall {:.1} ms, CPU {:.1} ms (user + system, the whole process)",
@@ -161,7 +161,7 @@ fn main() {
         ((s * 7 + g * 3 + k) % 50 + round) as f64
     };
     let cpu_before = common::process_cpu(pid).unwrap();
-    let sender_before = thread_cpu();
+    let sender_before = common::thread_cpu();
     let started = Instant::now();
     let (mut bytes, mut samples) = (0usize, 0usize);
     for round in 0..=rounds {
@@ -226,7 +226,7 @@ fn main() {
     }
     let wall = started.elapsed();
     let prom_cpu = common::process_cpu(pid).unwrap() - cpu_before;
-    let sender_cpu = thread_cpu() - sender_before;
+    let sender_cpu = common::thread_cpu() - sender_before;
     let series = sidecars * guidelines * SERIES_PER_GUIDELINE;
     println!(
         "2. {sidecars} sidecars x {guidelines} guidelines = {series} series; {} pushes ({rounds} rounds of changes after the first), {samples} samples, {:.1} MiB on the wire",
@@ -298,25 +298,13 @@ fn rss_mib(pid: u32, field: &str) -> u64 {
         / 1024
 }
 
-/// CPU time (user + system) of the calling thread.
-fn thread_cpu() -> Duration {
-    // SAFETY: getrusage fills the struct it is given.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
-        usage
-    };
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
+// The child is returned; main kills and waits for it.
+#[allow(clippy::zombie_processes)]
 fn start_prometheus(dir: &std::path::Path, port: u16) -> Child {
     let config = dir.join("prometheus.yml");
     std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
     let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-    let child = Command::new("prometheus")
+    let mut child = Command::new("prometheus")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!(
             "--storage.tsdb.path={}",
@@ -333,10 +321,11 @@ fn start_prometheus(dir: &std::path::Path, port: u16) -> Child {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return child;
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "prometheus did not start"
-        );
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("prometheus did not start within 60 s");
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }

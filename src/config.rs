@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::tokens::Tokenizer;
 
-mod team_metrics;
+pub(crate) mod team_metrics;
 pub use team_metrics::{TeamAuth, TeamMetrics};
 
 /// Everything the sidecar and the CLI need to know about where things live and how big they may

@@ -509,10 +509,19 @@ pub fn process_cpu(pid: u32) -> Option<std::time::Duration> {
 
 /// CPU time (user + system) of this process's children that have been waited for.
 pub fn children_cpu() -> std::time::Duration {
+    rusage_cpu(libc::RUSAGE_CHILDREN)
+}
+
+/// CPU time (user + system) of the calling thread.
+pub fn thread_cpu() -> std::time::Duration {
+    rusage_cpu(libc::RUSAGE_THREAD)
+}
+
+fn rusage_cpu(who: libc::c_int) -> std::time::Duration {
     // SAFETY: getrusage fills the struct it is given.
     let usage = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        libc::getrusage(who, &mut usage);
         usage
     };
     let tv = |t: libc::timeval| {

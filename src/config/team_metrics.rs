@@ -75,6 +75,15 @@ pub const MIN_MAX_SERIES: usize = 32;
 /// Label names the push sets itself; a static label may not take them.
 pub const RESERVED_LABELS: [&str; 5] = ["instance", "guideline", "group", "outcome", "job"];
 
+/// Whether `name` is a Prometheus label name: `[a-zA-Z_][a-zA-Z0-9_]*`.
+pub fn is_label_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| b == b'_' || b.is_ascii_alphabetic() || (i > 0 && b.is_ascii_digit()))
+}
+
 /// Resolves the section: `url_env` (the environment's URL) wins over the file's; `path` turns a
 /// path as written (`~/…`, relative) into one to open. Errors are `teamMetrics.KEY: why`.
 pub(super) fn resolve(
@@ -153,11 +162,7 @@ pub(super) fn resolve(
     )? as usize;
     let labels = file.labels.unwrap_or_default();
     for (name, value) in &labels {
-        let valid = name
-            .bytes()
-            .enumerate()
-            .all(|(i, b)| b == b'_' || b.is_ascii_alphabetic() || (i > 0 && b.is_ascii_digit()));
-        if name.is_empty() || !valid || name.starts_with("__") {
+        if !is_label_name(name) || name.starts_with("__") {
             return Err(format!(
                 "teamMetrics.labels: `{name}` is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)"
             ));

@@ -454,14 +454,6 @@ impl OutcomeCounts {
         }
     }
 
-    pub fn of(&self, outcome: Outcome) -> u64 {
-        match outcome {
-            Outcome::NoEvidence => self.no_evidence,
-            Outcome::Followed => self.followed,
-            Outcome::Repeated => self.repeated,
-        }
-    }
-
     fn outcomes(self) -> Outcomes {
         Outcomes {
             presentations: self.followed + self.repeated + self.no_evidence,

@@ -6,8 +6,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::http::{Client, HttpError};
 use super::remote_write::{encode, request, HEADERS};
 use super::settle::settle;
@@ -54,11 +52,9 @@ pub struct Pushed {
     pub settled: usize,
 }
 
-/// The push's state as `status` and `doctor` show it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The push's state, which `status` (and through it `doctor`) shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PushStatus {
-    pub url: String,
     /// When the server last accepted a push (RFC 3339).
     pub last_push_at: Option<String>,
     /// Series stored (at most `maxSeries`), and sent by the last accepted push.
@@ -156,7 +152,6 @@ fn run(settings: TeamMetrics, store: TeamStore, status: Arc<Mutex<PushStatus>>) 
     let mut next_full = i64::MIN;
     let mut retry: Option<Duration> = None;
     let mut logged: Option<String> = None;
-    lock(&status).url = settings.remote_write_url.clone();
     loop {
         let now_ms = crate::time::now_millis();
         let all = now_ms.div_euclid(1000) >= next_full;

@@ -33,12 +33,7 @@ pub fn label_filter(text: &str) -> Result<(String, String), QueryError> {
     let (name, value) = text
         .split_once('=')
         .ok_or_else(|| QueryError::Label(text.to_string()))?;
-    let valid = !name.is_empty()
-        && name
-            .bytes()
-            .enumerate()
-            .all(|(i, b)| b == b'_' || b.is_ascii_alphabetic() || (i > 0 && b.is_ascii_digit()));
-    if !valid {
+    if !crate::config::team_metrics::is_label_name(name) {
         return Err(QueryError::Label(text.to_string()));
     }
     Ok((name.to_string(), value.to_string()))
