@@ -68,6 +68,7 @@ fn doctor_is_all_ok_with_a_running_sidecar_and_hooks_installed() {
         "hook budget",
         "guidebook",
         "database",
+        "team metrics",
         "flags",
         "metrics",
     ];
