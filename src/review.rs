@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::changes::{cat_blobs, parse_diff, NewSide};
+use edits::unified::{files as diff_files, NewSide};
+
+use crate::changes::cat_blobs;
 use crate::evaluation::{evaluate_content, EvaluationMemo, FileEdit};
 use crate::files::{self, Skip};
 use crate::git::{run_git, GitFailure, GitRun};
@@ -331,7 +333,7 @@ pub fn review(
     let diff = repo.git_ok(&args)?;
     let mut skipped = 0;
     let mut changed: Vec<Changed> = Vec::new();
-    for file in parse_diff(&diff) {
+    for file in diff_files(&diff) {
         let NewSide::File { blob } = file.side else {
             skipped += 1;
             continue;

@@ -13,12 +13,12 @@ use serde_json::Value;
 
 use crate::checks::{invocations, parse_pyright, parse_ruff, Diagnostic, PYRIGHT, RUFF};
 use crate::event::{EventName, HookEvent, ToolInput};
-use crate::patch::shell_patches;
-use crate::paths::{resolve, resolve_dir};
 pub use crate::protocol::HOOKS_ENABLED;
 use crate::protocol::{
     batch, batch_results, parse_response, CheckError, IsEnabled, RecordError, SessionCall,
 };
+use edits::patch::shell_patches;
+use edits::paths::{resolve, resolve_dir};
 
 /// What the breaker needs from the sidecar for one hook event.
 #[derive(Debug, Clone, PartialEq, Eq)]

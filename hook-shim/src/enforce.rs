@@ -10,7 +10,7 @@
 //!
 //! - Codex `apply_patch` (also a patch fed to `apply_patch` through the shell): an `*** Add
 //!   File` is its `+` lines, all written; an `*** Update File` is its chunks applied to the file
-//!   on disk as Codex applies them (`written::codex_update`), its `+` lines written (moved: the
+//!   on disk as Codex applies them (`edits::place::update`), its `+` lines written (moved: the
 //!   source's text under the destination's path); an `*** Delete File` has nothing to check.
 //! - Claude Code `Write` (`content`), `Edit` (`old_string` → `new_string` once, exactly one
 //!   occurrence, or everywhere with `replace_all`), `MultiEdit` (its edits in order).
@@ -25,12 +25,14 @@
 use serde_json::Value;
 
 use crate::breaker::{gate_calls, gate_verdict, BreakerAction, BreakerVerdict};
-use crate::event::{Command, EditRequest, EventName, HookEvent, Host, Replacement, ToolInput};
+use crate::event::{EditRequest, EventName, HookEvent, Host, Replacement, ToolInput};
 use crate::hook::SidecarLink;
-use crate::patch::{argv_patch, resolved_ops, shell_patches_in, ResolvedOp};
-use crate::paths::resolve;
+use edits::patch::ResolvedOp;
+use edits::paths::resolve;
+use edits::LineRanges;
+
 use crate::protocol::{batch, CheckEdit};
-use crate::written::{all_lines, codex_update, unchanged, Before, MAX_CONTENTS_BYTES, MAX_RANGES};
+use crate::written::{Before, MAX_CONTENTS_BYTES, MAX_RANGES};
 
 /// The most hits one deny reason lists; the rest are counted.
 const MAX_HITS_SHOWN: usize = 5;
@@ -56,8 +58,8 @@ pub struct EditCheck {
 pub struct PostImage {
     pub path: String,
     pub content: String,
-    /// `[first, last]` line ranges (1-based, inclusive, ascending) the edit would write.
-    pub written: Vec<[u64; 2]>,
+    /// The lines the edit would write.
+    pub written: LineRanges,
 }
 
 impl EditCheck {
@@ -102,27 +104,8 @@ pub fn plan_check(event: &HookEvent, read: &mut ReadBefore) -> Option<EditCheck>
     let cwd = event.cwd.as_deref();
     let mut images = Images::default();
     match &tool.input {
-        ToolInput::Patch(patches) => {
-            for patch in patches {
-                patch_images(patch, cwd, read, &mut images);
-            }
-        }
-        ToolInput::Shell {
-            command: Some(command),
-            ..
-        } => {
-            let base = event.command_dir();
-            let argv_patch = match command {
-                Command::Argv(argv) => argv_patch(argv),
-                Command::Script(_) => None,
-            };
-            if let Some(patch) = argv_patch {
-                patch_images(patch, base.as_deref(), read, &mut images);
-            } else {
-                for (patch, dir) in shell_patches_in(&command.text(), base.as_deref()) {
-                    patch_images(patch, dir.as_deref(), read, &mut images);
-                }
-            }
+        ToolInput::Patch(_) | ToolInput::Shell { .. } => {
+            patch_images(&event.patch_ops(), read, &mut images);
         }
         ToolInput::EditFile(Some(file)) => {
             let (Some(path), Some(request)) = (resolve(cwd, file), tool.request.as_ref()) else {
@@ -152,7 +135,7 @@ pub fn plan_check(event: &HookEvent, read: &mut ReadBefore) -> Option<EditCheck>
 struct Images(Vec<(String, Option<Image>)>);
 
 /// A file's content after the edit and the lines the edit writes in it.
-type Image = (String, Vec<[u64; 2]>);
+type Image = (String, LineRanges);
 
 impl Images {
     fn put(&mut self, path: String, image: Option<Image>) {
@@ -187,34 +170,29 @@ impl Images {
     }
 }
 
-/// The post-image of every file one patch (paths relative to `base`) adds or updates.
-fn patch_images(
-    patch: &str,
-    base: Option<&str>,
-    read: &mut dyn FnMut(&str) -> Before,
-    images: &mut Images,
-) {
-    for op in resolved_ops(patch, base) {
+/// The post-image of every file the patches' operations add or update.
+fn patch_images(ops: &[ResolvedOp], read: &mut dyn FnMut(&str) -> Before, images: &mut Images) {
+    for op in ops {
         match op {
             ResolvedOp::Add { path, lines } => {
                 // Codex writes each `+` line followed by a newline.
                 let content: String = lines.iter().map(|line| format!("{line}\n")).collect();
-                images.put(path, Some((content, all_lines(lines.len()))));
+                images.put(path.clone(), Some((content, LineRanges::all(lines.len()))));
             }
-            ResolvedOp::Delete { path } => images.put(path, None),
+            ResolvedOp::Delete { path } => images.put(path.clone(), None),
             ResolvedOp::Update {
                 source,
                 target,
                 chunks,
             } => {
-                let image = match read(&source) {
-                    Before::Text(before) => codex_update(&before, &chunks),
+                let image = match read(source) {
+                    Before::Text(before) => edits::place::update(&before, chunks),
                     Before::Missing | Before::Unreadable => None,
                 };
                 if target != source {
-                    images.put(source, None);
+                    images.put(source.clone(), None);
                 }
-                images.put(target, image);
+                images.put(target.clone(), image);
             }
         }
     }
@@ -239,7 +217,7 @@ fn edit_image(host: Host, request: &EditRequest, before: Option<&str>) -> Option
             text?
         }
     };
-    let written = diff_written(before.unwrap_or(""), &after);
+    let written = edits::diff::written_lines(before.unwrap_or("").as_bytes(), after.as_bytes());
     Some((after, written))
 }
 
@@ -274,33 +252,6 @@ fn replace(host: Host, current: &str, replacement: &Replacement) -> Option<Strin
     } else {
         replaced
     })
-}
-
-/// The lines of `after` that a line diff of `before` and `after` marks added (`+`), as the
-/// hosts' own diffs (jsdiff) report them: common leading and trailing lines are unchanged, and
-/// between them a longest common subsequence (when small enough to compute; else every line
-/// between them counts as written). Lines compare with their newlines.
-fn diff_written(before: &str, after: &str) -> Vec<[u64; 2]> {
-    let old: Vec<&str> = before.split_inclusive('\n').collect();
-    let new: Vec<&str> = after.split_inclusive('\n').collect();
-    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
-    let suffix = old[prefix..]
-        .iter()
-        .rev()
-        .zip(new[prefix..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let old_mid = &old[prefix..old.len() - suffix];
-    let new_mid = &new[prefix..new.len() - suffix];
-    let mut kept = vec![false; new_mid.len()];
-    for i in unchanged(old_mid, new_mid) {
-        kept[i] = true;
-    }
-    let mut lines = crate::event::LineSet::default();
-    for (i, _) in kept.iter().enumerate().filter(|(_, kept)| !**kept) {
-        lines.add((prefix + i) as u64 + 1);
-    }
-    lines.ranges()
 }
 
 /// Asks the sidecar, in one round trip, the breaker's gate (when planned) and `checkEdit`, and
@@ -500,11 +451,11 @@ mod tests {
     /// A file the tests' disk holds but the shim cannot read.
     const UNREADABLE: &str = "\u{0}unreadable";
 
-    fn image(path: &str, content: &str, written: &[[u64; 2]]) -> PostImage {
+    fn image(path: &str, content: &str, written: &[[usize; 2]]) -> PostImage {
         PostImage {
             path: path.into(),
             content: content.into(),
-            written: written.to_vec(),
+            written: written.to_vec().into(),
         }
     }
 

@@ -7,7 +7,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::paths::resolve_dir;
+use edits::patch::{argv_patch, resolved_ops, shell_patches_in, ResolvedOp};
+use edits::paths::resolve_dir;
+use edits::LineRanges;
 
 /// The agent that sent the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +98,7 @@ pub struct Replacement {
 pub enum EditReport {
     /// Exactly these lines (1-based, inclusive ranges, ascending): from the tool's own diff of
     /// the file (Claude Code's `structuredPatch`, Gemini CLI's `fileDiff`).
-    Lines(Vec<[u64; 2]>),
+    Lines(LineRanges),
     /// Every line of the file after the edit: a file created, or overwritten with no diff.
     /// `content` is what was written, when the event carries it.
     WholeFile { content: Option<String> },
@@ -195,6 +197,48 @@ impl HookEvent {
     /// Reads a hook event, or `None` when no reader recognises it or it has no session id.
     pub fn read(event: &Value) -> Option<HookEvent> {
         READERS.iter().find_map(|read| read(event))
+    }
+
+    /// The patches the tool call runs, each with the directory its relative paths are relative
+    /// to: `apply_patch`'s own (against `cwd`), an argv `["apply_patch", PATCH]`, or those a
+    /// shell command feeds to `apply_patch` (each element of an argv searched as a script).
+    pub fn patches(&self) -> Vec<(&str, Option<String>)> {
+        let Some(tool) = &self.tool else {
+            return Vec::new();
+        };
+        match &tool.input {
+            ToolInput::Patch(patches) => patches
+                .iter()
+                .map(|patch| (patch.as_str(), self.cwd.clone()))
+                .collect(),
+            ToolInput::Shell {
+                command: Some(command),
+                ..
+            } => {
+                let base = self.command_dir();
+                let scripts: Vec<&str> = match command {
+                    Command::Script(script) => vec![script],
+                    Command::Argv(argv) => match argv_patch(argv) {
+                        Some(patch) => return vec![(patch, base)],
+                        None => argv.iter().map(String::as_str).collect(),
+                    },
+                };
+                scripts
+                    .into_iter()
+                    .flat_map(|script| shell_patches_in(script, base.as_deref()))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The file operations of the call's patches ([`HookEvent::patches`]), each parsed once, paths
+    /// resolved (none for a patch Codex would reject).
+    pub fn patch_ops(&self) -> Vec<ResolvedOp<'_>> {
+        self.patches()
+            .into_iter()
+            .flat_map(|(patch, base)| resolved_ops(patch, base.as_deref()))
+            .collect()
     }
 
     /// The directory a shell command ran in: its `workdir` (resolved against `cwd`), else `cwd`.
@@ -512,7 +556,9 @@ fn opencode_edit(request: Option<&EditRequest>, response: Option<&Value>) -> Edi
         .and_then(|m| m.get("filediff"))
         .and_then(|f| str_field(f, "patch"));
     let lines = match request {
-        Some(EditRequest::Replace(_)) => diff.and_then(unified_diff_lines),
+        Some(EditRequest::Replace(_)) => {
+            diff.and_then(|diff| edits::unified::written_lines(diff.as_bytes()))
+        }
         _ => None,
     };
     lines.map_or_else(|| report_of(request), EditReport::Lines)
@@ -677,31 +723,22 @@ fn claude_edit(
     }
 }
 
-/// The written lines of jsdiff's `structuredPatch` hunks: each `+` line's number, counted from
-/// `newStart` over the space and `+` lines. `None` when a hunk does not add up (its new side's
-/// lines are not `newLines`), so that a shape this reader does not know is never guessed at.
-fn structured_patch_lines(hunks: &[Value]) -> Option<Vec<[u64; 2]>> {
-    let mut lines = LineSet::default();
+/// The written lines of jsdiff's `structuredPatch` hunks (`oldStart`, `oldLines`, `newStart`,
+/// `newLines`, `lines`), read as the unified diff they are. `None` when a hunk does not add
+/// up, so that a shape this reader does not know is never guessed at.
+fn structured_patch_lines(hunks: &[Value]) -> Option<LineRanges> {
+    let mut diff = String::new();
     for hunk in hunks {
-        let new_start = hunk.get("newStart")?.as_u64()?;
-        let new_lines = hunk.get("newLines")?.as_u64()?;
-        let mut line = new_start;
-        for text in hunk.get("lines")?.as_array()? {
-            match text.as_str()?.chars().next() {
-                Some('+') if line > 0 => {
-                    lines.add(line);
-                    line += 1;
-                }
-                Some(' ') => line += 1,
-                Some('-' | '\\') => {}
-                _ => return None,
-            }
-        }
-        if line - new_start != new_lines {
-            return None;
+        let number = |key| hunk.get(key).and_then(Value::as_u64);
+        let (old, old_lines) = (number("oldStart")?, number("oldLines")?);
+        let (new, new_lines) = (number("newStart")?, number("newLines")?);
+        diff.push_str(&format!("@@ -{old},{old_lines} +{new},{new_lines} @@\n"));
+        for line in hunk.get("lines")?.as_array()? {
+            diff.push_str(line.as_str()?);
+            diff.push('\n');
         }
     }
-    Some(lines.ranges())
+    edits::unified::written_lines(diff.as_bytes())
 }
 
 /// Gemini CLI 0.61's `write_file` and `replace`: `tool_response.returnDisplay` is an object with
@@ -721,7 +758,7 @@ fn gemini_edit(tool: &str, input: Option<&Value>, response: Option<&Value>) -> E
     let after = display.and_then(|d| str_field(d, "newContent"));
     if let Some(lines) = display
         .and_then(|d| str_field(d, "fileDiff"))
-        .and_then(unified_diff_lines)
+        .and_then(|diff| edits::unified::written_lines(diff.as_bytes()))
     {
         return EditReport::Lines(lines);
     }
@@ -747,83 +784,6 @@ fn gemini_edit(tool: &str, input: Option<&Value>, response: Option<&Value>) -> E
             },
             None => EditReport::Unknown,
         },
-    }
-}
-
-/// The written lines of a unified diff (`@@ -a,b +c,d @@` hunks): each `+` line's number in the
-/// new file. `None` when there is no hunk or a hunk does not add up to its header's count.
-fn unified_diff_lines(diff: &str) -> Option<Vec<[u64; 2]>> {
-    let mut lines = LineSet::default();
-    let mut hunks = 0;
-    // The new side's next line number and how many of its lines are still to come.
-    let mut at: Option<(u64, u64)> = None;
-    for text in diff.lines() {
-        if let Some(header) = text.strip_prefix("@@ ") {
-            if at.is_some_and(|(_, left)| left != 0) {
-                return None;
-            }
-            at = Some(hunk_new_side(header)?);
-            hunks += 1;
-            continue;
-        }
-        let Some((line, left)) = at.as_mut() else {
-            continue;
-        };
-        match text.chars().next() {
-            Some('+') if *left > 0 && *line > 0 => {
-                lines.add(*line);
-                *line += 1;
-                *left -= 1;
-            }
-            Some(' ') if *left > 0 => {
-                *line += 1;
-                *left -= 1;
-            }
-            Some('-' | '\\') => {}
-            _ if *left == 0 => at = None,
-            _ => return None,
-        }
-    }
-    if hunks == 0 || at.is_some_and(|(_, left)| left != 0) {
-        return None;
-    }
-    Some(lines.ranges())
-}
-
-/// The new side of a hunk header's `-a,b +c,d @@`: its first line (`c`, the line after which a
-/// hunk of no new lines sits) and its line count (`d`, 1 when left out).
-fn hunk_new_side(header: &str) -> Option<(u64, u64)> {
-    let new = header
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix('+'))?;
-    let (start, count) = match new.split_once(',') {
-        Some((start, count)) => (start.parse().ok()?, count.parse().ok()?),
-        None => (new.parse().ok()?, 1),
-    };
-    Some((start, count))
-}
-
-/// Line numbers (1-based) gathered in any order, given back as ascending `[first, last]` ranges
-/// of adjacent lines: the shape of `search`'s `written`.
-#[derive(Debug, Default)]
-pub(crate) struct LineSet(Vec<u64>);
-
-impl LineSet {
-    pub(crate) fn add(&mut self, line: u64) {
-        self.0.push(line);
-    }
-
-    pub(crate) fn ranges(mut self) -> Vec<[u64; 2]> {
-        self.0.sort_unstable();
-        self.0.dedup();
-        let mut ranges: Vec<[u64; 2]> = Vec::new();
-        for line in self.0 {
-            match ranges.last_mut() {
-                Some(last) if line == last[1] + 1 => last[1] = line,
-                _ => ranges.push([line, line]),
-            }
-        }
-        ranges
     }
 }
 
@@ -1083,7 +1043,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             edit.tool.unwrap().edit,
-            Some(EditReport::Lines(vec![[2, 2]]))
+            Some(EditReport::Lines(vec![[2, 2]].into()))
         );
 
         let before = HookEvent::read(&json!({"hook_event_name": "tool.execute.before",

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::event::{EventName, HookEvent, ToolInput};
-use crate::paths::{resolve, resolve_dir};
+use edits::paths::{resolve, resolve_dir};
 
 /// The places an agent must not change or talk to: the sidecar's home directory, its socket,
 /// database, flags file and config file, each in every spelling a shell command may use; and

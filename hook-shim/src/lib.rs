@@ -9,11 +9,11 @@
 //! - [`event`]: [`event::HookEvent`], the host's event JSON read once (one reader per host).
 //! - `plan`: [`plan_event`] turns a `HookEvent` into an [`Action`] (`search`, `resetSession`);
 //!   [`changed_files`] names the files a tool call changed.
-//! - `patch`: the files an `apply_patch` patch, its result summary, or a shell heredoc touches,
-//!   and a patch's file operations and chunks as Codex parses them.
 //! - [`written`]: the lines an edit wrote in each file (`search`'s `written`), from the host's
 //!   report or the patch located in the file; the post-image of a patch Codex has not written.
-//! - `paths`: lexical resolution of relative paths against `cwd`.
+//!
+//! What an edit wrote (line ranges, diffs, the `apply_patch` grammar and Codex's chunk
+//! placement, lexical paths) is the `edits` crate's, shared with the daemon.
 //! - [`shell_writes`]: the files a shell command may write, read from its text, for the
 //!   sidecar's `beginShellCommand` / `endShellCommand`.
 //! - [`protocol`]: the sidecar's JSON-RPC for every client: method names, params builders,
@@ -51,8 +51,6 @@ pub mod event;
 pub mod guard;
 pub mod hook;
 mod output;
-mod patch;
-mod paths;
 mod plan;
 pub mod protocol;
 pub mod shell_writes;

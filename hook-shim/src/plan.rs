@@ -4,9 +4,10 @@
 
 use serde_json::Value;
 
-use crate::event::{Command, EventName, HookEvent, ToolCall, ToolInput};
-use crate::patch::{patch_targets, shell_patches, summary_targets};
-use crate::paths::{resolve, resolve_dir};
+use crate::event::{EventName, HookEvent, ToolCall, ToolInput};
+use edits::patch::{summary_targets, targets, ResolvedOp};
+use edits::paths::resolve;
+
 use crate::protocol::{method, BeginShellCommand, Call, EndShellCommand, Search, SessionCall};
 use crate::shell_writes::{call_id, ShellWrites};
 use crate::written::{read_capped, written, ReadFile, Written};
@@ -112,11 +113,13 @@ pub fn plan_event_with(event: &HookEvent, read: &mut ReadFile) -> Action {
     let session_id = event.session_id.clone();
     match &event.name {
         EventName::PostToolUse | EventName::PostToolUseFailure => {
-            let filepaths = changed_files_of(event);
+            // The call's patches are parsed once, for its files and for their written lines.
+            let ops = event.patch_ops();
+            let filepaths = changed_files_in(event, &ops);
             if filepaths.is_empty() {
                 shell_writes_of(event, false)
             } else {
-                let written = written(event, &filepaths, read);
+                let written = written(event, &ops, &filepaths, read);
                 Action::Search {
                     session_id,
                     filepaths,
@@ -188,28 +191,25 @@ pub fn changed_files(event: &Value) -> Vec<String> {
 /// order of first appearance. Deleted files and the old names of moved files are not included;
 /// relative paths that cannot be resolved are dropped.
 pub fn changed_files_of(event: &HookEvent) -> Vec<String> {
+    changed_files_in(event, &event.patch_ops())
+}
+
+/// [`changed_files_of`], given the event's patches parsed ([`HookEvent::patch_ops`]).
+fn changed_files_in(event: &HookEvent, ops: &[ResolvedOp]) -> Vec<String> {
     let cwd = event.cwd.as_deref();
     let mut found = FoundPaths::default();
     let Some(ToolCall { input, output, .. }) = &event.tool else {
         return found.paths;
     };
     match input {
-        ToolInput::Patch(patches) => {
-            for patch in patches {
-                found.add_all(cwd, patch_targets(patch));
-            }
-            if let Some(summary) = output {
+        ToolInput::Patch(_) | ToolInput::Shell { .. } => {
+            found.add_all(None, targets(ops));
+            if let (ToolInput::Patch(_), Some(summary)) = (input, output) {
                 found.add_all(cwd, summary_targets(summary));
             }
         }
-        ToolInput::Shell {
-            command: Some(command),
-            ..
-        } => {
-            shell_changed_files(command, event.command_dir().as_deref(), &mut found);
-        }
         ToolInput::EditFile(file) => found.add_all(cwd, file.as_deref()),
-        ToolInput::Shell { command: None, .. } | ToolInput::Other => {}
+        ToolInput::Other => {}
     }
     found.paths
 }
@@ -229,33 +229,6 @@ impl FoundPaths {
                     self.paths.push(path);
                 }
             }
-        }
-    }
-}
-
-/// The files changed by `apply_patch` runs inside a shell command: a script, or an argv array,
-/// either `["apply_patch", PATCH]` itself or a shell invocation such as `["bash", "-lc",
-/// SCRIPT]`, whose elements are each searched.
-fn shell_changed_files(command: &Command, base: Option<&str>, found: &mut FoundPaths) {
-    let scripts: Vec<&str> = match command {
-        Command::Script(script) => vec![script],
-        Command::Argv(argv) => {
-            if let [program, patch, ..] = &argv[..] {
-                if matches!(program.as_str(), "apply_patch" | "applypatch") {
-                    found.add_all(base, patch_targets(patch));
-                    return;
-                }
-            }
-            argv.iter().map(String::as_str).collect()
-        }
-    };
-    for script in scripts {
-        for shell_patch in shell_patches(script) {
-            let dir_base = match shell_patch.dir {
-                Some(dir) => resolve_dir(base, dir),
-                None => base.map(str::to_owned),
-            };
-            found.add_all(dir_base.as_deref(), patch_targets(shell_patch.patch));
         }
     }
 }
@@ -286,14 +259,14 @@ mod tests {
     }
 
     /// A search whose `written` holds `lines` per path.
-    fn written_search(session_id: &str, paths: &[&str], lines: &[(&str, &[[u64; 2]])]) -> Action {
+    fn written_search(session_id: &str, paths: &[&str], lines: &[(&str, &[[usize; 2]])]) -> Action {
         Action::Search {
             session_id: session_id.to_owned(),
             filepaths: paths.iter().map(|p| p.to_string()).collect(),
             written: Written {
                 lines: lines
                     .iter()
-                    .map(|(path, ranges)| (path.to_string(), ranges.to_vec()))
+                    .map(|(path, ranges)| (path.to_string(), ranges.to_vec().into()))
                     .collect(),
                 contents: Vec::new(),
             },
@@ -492,7 +465,11 @@ mod tests {
     fn the_real_agents_edits_say_which_lines_they_wrote() {
         let jobs = "/home/dev/proj/src/main/kotlin/Jobs.kt";
         let lines = |action: Action| match action {
-            Action::Search { written, .. } => written.lines,
+            Action::Search { written, .. } => written
+                .lines
+                .into_iter()
+                .map(|(path, lines)| (path, Vec::from(lines)))
+                .collect::<Vec<_>>(),
             other => panic!("{other:?}"),
         };
         let claude = plan(&fixture!("claude_2_1_328_post_tool_use_edit.json"));
@@ -561,11 +538,15 @@ mod tests {
     fn patch_and_summary_are_united_in_order_of_first_appearance() {
         let event = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse",
             "tool_name": "apply_patch",
-            "tool_input": {"command": "*** Begin Patch\n*** Update File: b.rs\n*** Add File: a.rs\n+x\n*** End Patch"},
+            "tool_input": {"command": "*** Begin Patch\n*** Update File: b.rs\n@@\n-a\n+b\n*** Add File: a.rs\n+x\n*** End Patch"},
             "tool_response": "Success. Updated the following files:\nA a.rs\nA c.rs\nM b.rs\n"});
         assert_eq!(
             plan(&event),
-            search("s", &["/p/b.rs", "/p/a.rs", "/p/c.rs"])
+            written_search(
+                "s",
+                &["/p/b.rs", "/p/a.rs", "/p/c.rs"],
+                &[("/p/a.rs", &[[1, 1]])]
+            )
         );
     }
 
@@ -609,7 +590,7 @@ mod tests {
             written_search("s", &["/other/repo/n.rs"], &[("/other/repo/n.rs", &[])])
         );
         let argv = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse", "tool_name": "shell",
-            "tool_input": {"command": ["apply_patch", "*** Begin Patch\n*** Update File: m.rs\n*** End Patch"]}});
+            "tool_input": {"command": ["apply_patch", "*** Begin Patch\n*** Update File: m.rs\n@@\n-a\n+b\n*** End Patch"]}});
         assert_eq!(plan(&argv), search("s", &["/p/m.rs"]));
     }
 

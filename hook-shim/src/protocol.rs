@@ -231,7 +231,7 @@ pub struct Search {
     pub max_tokens: Option<u64>,
     /// `written`: per path of `filepaths`, the `[first, last]` line ranges (1-based, inclusive)
     /// the edit wrote in the file as it is after the edit; left out when empty.
-    pub written: Vec<(String, Vec<[u64; 2]>)>,
+    pub written: Vec<(String, edits::LineRanges)>,
     /// `contents`: per path of `filepaths`, the file's content after the edit, matched instead
     /// of the file on disk; left out when empty.
     pub contents: Vec<(String, String)>,
@@ -303,12 +303,16 @@ impl EndShellCommand {
 /// `written` and `contents`, each left out when empty.
 fn edit_members(
     mut members: Members,
-    written: &[(String, Vec<[u64; 2]>)],
+    written: &[(String, edits::LineRanges)],
     contents: &[(String, String)],
 ) -> Members {
     if !written.is_empty() {
         let ranges = written.iter().map(|(path, ranges)| {
-            let ranges: Vec<Value> = ranges.iter().map(|r| Value::from(r.to_vec())).collect();
+            let ranges: Vec<Value> = ranges
+                .as_slice()
+                .iter()
+                .map(|r| Value::from(r.to_vec()))
+                .collect();
             (path.as_str(), Value::from(ranges))
         });
         members = members.put_raw("written", &object(ranges));
@@ -329,7 +333,7 @@ pub struct CheckEdit {
     pub session_id: String,
     pub filepaths: Vec<String>,
     pub deadline_ms: Option<u64>,
-    pub written: Vec<(String, Vec<[u64; 2]>)>,
+    pub written: Vec<(String, edits::LineRanges)>,
     pub contents: Vec<(String, String)>,
 }
 
@@ -694,8 +698,8 @@ mod tests {
             session_id: "s".into(),
             filepaths: vec!["/p/b.kt".into(), "/p/a.kt".into()],
             written: vec![
-                ("/p/b.kt".into(), vec![[3, 3], [10, 12]]),
-                ("/p/a.kt".into(), vec![]),
+                ("/p/b.kt".into(), vec![[3, 3], [10, 12]].into()),
+                ("/p/a.kt".into(), edits::LineRanges::new()),
             ],
             contents: vec![("/p/b.kt".into(), "x\n\"y\"\n".into())],
             deadline_ms: Some(5),

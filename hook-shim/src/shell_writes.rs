@@ -20,7 +20,7 @@
 
 use crate::event::Command;
 use crate::guard;
-use crate::paths::{resolve, resolve_dir};
+use edits::paths::{resolve, resolve_dir};
 
 /// The most paths of either kind sent for one command: a command naming more is unusual, and
 /// the sidecar's watcher still sees every file it changes.

@@ -151,7 +151,7 @@ pub struct Example {
     pub path: Option<String>,
     /// The lines of `code` the edit wrote, for `in: changes` leaves; `None`: every line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub written: Option<Vec<(usize, usize)>>,
+    pub written: Option<Vec<[usize; 2]>>,
     /// 1-based line of its list item in the file.
     pub line: Option<usize>,
 }

@@ -252,7 +252,7 @@ fn examples(text: &str, raw: RawExamples) -> Vec<Example> {
                 index: i + 1,
                 code,
                 path,
-                written: written.map(|w| w.into_iter().map(|r| (r.0, r.1)).collect()),
+                written: written.map(|w| w.into_iter().map(|r| [r.0, r.1]).collect()),
                 line: lines.get(i).copied(),
             });
         }
@@ -424,7 +424,7 @@ examples:
                 })),
             ])
         );
-        assert_eq!(g.examples[0].written, Some(vec![(2, 2)]));
+        assert_eq!(g.examples[0].written, Some(vec![[2, 2]]));
         assert_eq!(
             g.severity,
             super::super::guideline::Severity::Info,

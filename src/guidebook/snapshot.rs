@@ -912,7 +912,7 @@ class Orders(private val repo: Repo) {
             ),
         )]);
         let all = s.applicability(None, Some("kotlin"));
-        let on = |ranges: Vec<(usize, usize)>| {
+        let on = |ranges: Vec<[usize; 2]>| {
             let edit = Edit::known(Written::lines(ranges));
             let text = kotlin(KOTLIN);
             let held = s.guidelines[0].leaves(&text, &edit);
@@ -922,11 +922,11 @@ class Orders(private val repo: Repo) {
                 held[0].node.as_ref().map(|n| n.last_line),
             )
         };
-        assert_eq!(on(vec![(12, 12)]), (vec![], None, None), "a comment line");
+        assert_eq!(on(vec![[12, 12]]), (vec![], None, None), "a comment line");
         // The call on lines 13-15 overlaps a write of its last line only.
-        assert_eq!(on(vec![(15, 15)]), (vec![0], Some(13), Some(15)));
-        assert_eq!(on(vec![(3, 7)]), (vec![], None, None));
-        assert_eq!(on(vec![(24, 24)]), (vec![0], Some(24), Some(24)));
+        assert_eq!(on(vec![[15, 15]]), (vec![0], Some(13), Some(15)));
+        assert_eq!(on(vec![[3, 7]]), (vec![], None, None));
+        assert_eq!(on(vec![[24, 24]]), (vec![0], Some(24), Some(24)));
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub fn handle(
         .written
         .iter()
         .map(|(path, ranges)| {
-            let ranges = ranges.iter().map(|[a, b]| [u64::from(*a), u64::from(*b)]);
+            let ranges = ranges.as_slice().iter().map(|&[a, b]| [a as u64, b as u64]);
             (path.clone(), ranges.collect())
         })
         .collect();

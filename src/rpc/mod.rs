@@ -277,13 +277,13 @@ pub(crate) fn edits_of(
             )));
         }
         let mut lines = Vec::with_capacity(ranges.len());
-        for (i, [first, last]) in ranges.into_iter().enumerate() {
+        for (i, &[first, last]) in ranges.iter().enumerate() {
             if first == 0 || first > last {
                 return Err(RpcError::InvalidParams(format!(
                     "written[\"{path}\"][{i}]: [{first}, {last}] is not a line range; lines are 1-based and first <= last"
                 )));
             }
-            lines.push((first as usize, last as usize));
+            lines.push([first as usize, last as usize]);
         }
         edits.entry(path).or_default().written = Some(Written::lines(lines));
     }
@@ -328,7 +328,7 @@ mod tests {
         let e = &edits["/r/a.kt"];
         assert_eq!(
             e.written,
-            Some(crate::guidebook::Written::Lines(vec![(1, 1), (3, 4)]))
+            Some(crate::guidebook::Written::lines(vec![[1, 1], [3, 4]]))
         );
         assert_eq!(e.content.as_ref().unwrap().len(), 10, "cut at the file cap");
     }

@@ -7,11 +7,10 @@
 //! and the pre-image of every file the command names (size-capped), and arms the watcher of the
 //! command's repository ([`watch`]) the first time it sees it. `endShellCommand` (its
 //! `PostToolUse`) finds the files changed since: each named file whose content changed (its
-//! written lines the diff against its pre-image, [`diff`]; a new one is all written), and each
+//! written lines the diff against its pre-image, [`edits::diff`]; a new one is all written), and each
 //! file the watcher saw written in the window (its written lines left to `search`'s fallback,
 //! the diff against the last commit). Nothing walks the repository per command.
 
-pub mod diff;
 pub mod watch;
 
 use std::collections::BTreeMap;
@@ -116,7 +115,7 @@ pub struct Changes {
     /// The lines each file's change wrote, where known (1-based inclusive ranges in the file
     /// as it is now); a file left out has them found by `search` (the diff against the last
     /// commit).
-    pub written: BTreeMap<String, Vec<[u32; 2]>>,
+    pub written: BTreeMap<String, edits::LineRanges>,
     /// Whether the command's begin was seen.
     pub begun: bool,
     /// Whether writes may have gone unseen (no watcher, a full log, a late barrier).
@@ -229,7 +228,7 @@ impl ShellWrites {
                     // New: every line is written.
                     let written = crate::files::read_capped(&named.path, self.max_file_bytes)
                         .ok()
-                        .map(|c| diff::all_lines(&c.bytes));
+                        .map(|c| edits::LineRanges::all(edits::lines::line_count(&c.bytes)));
                     changes.files.push(key.clone());
                     if let Some(written) = written {
                         changes.written.insert(key, written);
@@ -246,7 +245,7 @@ impl ShellWrites {
                             changes.files.push(key.clone());
                             changes
                                 .written
-                                .insert(key, diff::written_lines(old, &new.bytes));
+                                .insert(key, edits::diff::written_lines(old, &new.bytes));
                         }
                         _ => changes.files.push(key),
                     }
@@ -442,8 +441,8 @@ mod tests {
             changes.files,
             [s(&a), s(&new), s(&b), s(&work.join("gen/sub/G.kt"))]
         );
-        assert_eq!(changes.written.get(&s(&a)), Some(&vec![[2, 2]]));
-        assert_eq!(changes.written.get(&s(&new)), Some(&vec![[1, 2]]));
+        assert_eq!(changes.written[&s(&a)], [[2, 2]]);
+        assert_eq!(changes.written[&s(&new)], [[1, 2]]);
         assert_eq!(
             changes.written.get(&s(&b)),
             None,

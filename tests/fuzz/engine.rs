@@ -363,7 +363,9 @@ proptest! {
         let snapshot = GuidelineSnapshot::build("/g".into(), guidelines.clone(), Vec::new());
         let all = vec![true; guidelines.len()];
         let text = Text::new(content.as_bytes());
-        let edit = Edit::known(Written::lines(written.clone()));
+        let edit = Edit::known(Written::lines(
+            written.iter().map(|&(a, b)| [a, b]).collect::<Vec<_>>(),
+        ));
         let got: Vec<String> = snapshot
             .matching_in(&text, &all, FilePlace::Unchecked, &edit)
             .into_iter()

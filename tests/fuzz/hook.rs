@@ -77,7 +77,8 @@ fn ops() -> impl Strategy<Value = Vec<(Op, Vec<String>)>> {
     )
 }
 
-/// The patch text, Codex's summary of it, and the files that exist afterwards, in order.
+/// The patch text (well-formed, as Codex reads it), Codex's summary of it, and the files that
+/// exist afterwards, in order.
 fn render_patch(ops: &[(Op, Vec<String>)]) -> (String, String, Vec<String>) {
     let mut patch = String::from("*** Begin Patch\n");
     let mut summary =
@@ -105,11 +106,17 @@ fn render_patch(ops: &[(Op, Vec<String>)]) -> (String, String, Vec<String>) {
                 survivors.push(to.clone());
             }
         }
-        if !matches!(op, Op::Delete(_)) {
-            for line in hunk {
-                patch.push_str(line);
-                patch.push('\n');
-            }
+        // As Codex's grammar has it: an added file's lines are all `+` lines, and an update
+        // holds at least one line.
+        let lines: Vec<String> = match op {
+            Op::Delete(_) => Vec::new(),
+            Op::Add(_) => hunk.iter().map(|l| format!("+{}", &l[1..])).collect(),
+            _ if hunk.is_empty() => vec!["+x".to_string()],
+            _ => hunk.clone(),
+        };
+        for line in lines {
+            patch.push_str(&line);
+            patch.push('\n');
         }
     }
     patch.push_str("*** End Patch\n");

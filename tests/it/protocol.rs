@@ -32,7 +32,7 @@ fn every_call() -> Vec<Probe> {
             Search {
                 session_id: "s".into(),
                 filepaths: vec!["/nonexistent/a.kt".into()],
-                written: vec![("/nonexistent/a.kt".into(), vec![[1, 2]])],
+                written: vec![("/nonexistent/a.kt".into(), vec![[1, 2]].into())],
                 contents: vec![("/nonexistent/a.kt".into(), "x\n".into())],
                 deadline_ms: Some(5000),
                 max_tokens: Some(2000),
@@ -189,7 +189,7 @@ fn every_call() -> Vec<Probe> {
                 session_id: "s".into(),
                 filepaths: vec!["/nonexistent/a.kt".into()],
                 deadline_ms: Some(500),
-                written: vec![("/nonexistent/a.kt".into(), vec![[1, 1]])],
+                written: vec![("/nonexistent/a.kt".into(), vec![[1, 1]].into())],
                 contents: vec![("/nonexistent/a.kt".into(), "x\n".into())],
             }
             .call(),

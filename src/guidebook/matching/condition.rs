@@ -10,6 +10,7 @@
 //! (`structural`); its position in `patterns` holds a regex of the text every match needs, so
 //! that the literal index finds its candidates and a file without that text is never parsed.
 
+use edits::LineRanges;
 use std::cell::OnceCell;
 
 use regex::bytes::Regex;
@@ -185,34 +186,21 @@ impl Condition {
 pub enum Written {
     /// Every line (a new file, an untracked one, or nothing better known).
     All,
-    /// These 1-based inclusive line ranges, sorted and merged.
-    Lines(Vec<(usize, usize)>),
+    /// These lines.
+    Lines(LineRanges),
 }
 
 impl Written {
-    /// The ranges as given (any order, overlapping, `first > last` dropped), sorted and merged.
-    pub fn lines(mut ranges: Vec<(usize, usize)>) -> Written {
-        ranges.retain(|(a, b)| a <= b);
-        ranges.sort_unstable();
-        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
-        for (a, b) in ranges {
-            match merged.last_mut() {
-                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
-                _ => merged.push((a, b)),
-            }
-        }
-        Written::Lines(merged)
+    /// These lines.
+    pub fn lines(lines: impl Into<LineRanges>) -> Written {
+        Written::Lines(lines.into())
     }
 
     /// Whether any of the lines `first..=last` was written.
     pub fn overlaps(&self, first: usize, last: usize) -> bool {
         match self {
             Written::All => true,
-            Written::Lines(ranges) => {
-                // The first range that ends at or after `first`.
-                let i = ranges.partition_point(|(_, b)| *b < first);
-                ranges.get(i).is_some_and(|(a, _)| *a <= last)
-            }
+            Written::Lines(lines) => lines.overlaps(first, last),
         }
     }
 
@@ -430,7 +418,7 @@ pub fn leaf_line_in(
         }),
         Some(Written::Lines(ranges)) if one_line => {
             let lines = text.lines();
-            ranges.iter().find_map(|&(first, last)| {
+            ranges.as_slice().iter().find_map(|&[first, last]| {
                 // The written lines' bytes, their final newline included, so that `$` and
                 // `\b` at the end see what follows as in the whole file.
                 let start = lines.start_of(first)?;
@@ -498,8 +486,8 @@ mod tests {
 
     #[test]
     fn written_ranges_merge_and_overlap() {
-        let w = Written::lines(vec![(10, 12), (3, 3), (4, 5), (20, 19), (11, 14)]);
-        assert_eq!(w, Written::Lines(vec![(3, 5), (10, 14)]));
+        let w = Written::lines(vec![[10, 12], [3, 3], [4, 5], [20, 19], [11, 14]]);
+        assert_eq!(w, Written::lines(vec![[3, 5], [10, 14]]));
         let hits: Vec<usize> = (1..=16).filter(|&l| w.overlaps(l, l)).collect();
         assert_eq!(hits, [3, 4, 5, 10, 11, 12, 13, 14]);
         assert!(w.overlaps(1, 3) && w.overlaps(6, 10) && !w.overlaps(6, 9));
@@ -572,8 +560,8 @@ mod leaf_tests {
         let on = |w: Written| {
             leaf_line(&re, Within::Changes, &text, &Edit::known(w), None).map(|(_, line)| line)
         };
-        assert_eq!(on(Written::lines(vec![(2, 2)])), None);
-        assert_eq!(on(Written::lines(vec![(2, 3)])), Some(3));
+        assert_eq!(on(Written::lines(vec![[2, 2]])), None);
+        assert_eq!(on(Written::lines(vec![[2, 3]])), Some(3));
         assert_eq!(on(Written::lines(vec![])), None);
         assert_eq!(on(Written::All), Some(1));
         let file = leaf_line(
@@ -590,7 +578,7 @@ mod leaf_tests {
                 &multi,
                 Within::Changes,
                 &text,
-                &Edit::known(Written::lines(vec![(2, 2)])),
+                &Edit::known(Written::lines(vec![[2, 2]])),
                 None
             ),
             Some((9, 1)),
@@ -603,7 +591,7 @@ mod leaf_tests {
         let calls = std::cell::Cell::new(0);
         let edit = Edit::lazy(|| {
             calls.set(calls.get() + 1);
-            Written::lines(vec![(1, 1)])
+            Written::lines(vec![[1, 1]])
         });
         let text = Text::new(b"x\n");
         let re = Regex::new("x").unwrap();
@@ -635,12 +623,12 @@ mod span_tests {
     fn written_spans_find_what_the_whole_file_finds() {
         let text = Text::new(b"sleep(1)\nx sleep(2)\n\nend sleep(3)");
         for (pattern, ranges) in [
-            (r"sleep\(\d\)$", vec![(2, 2)]),
-            (r"\bsleep\(", vec![(1, 1), (3, 4)]),
-            (r"^", vec![(3, 3)]),
-            (r"\)$", vec![(4, 4)]),
-            (r"sleep", vec![(9, 12)]),
-            (r"x ", vec![(1, 1), (3, 4)]),
+            (r"sleep\(\d\)$", vec![[2, 2]]),
+            (r"\bsleep\(", vec![[1, 1], [3, 4]]),
+            (r"^", vec![[3, 3]]),
+            (r"\)$", vec![[4, 4]]),
+            (r"sleep", vec![[9, 12]]),
+            (r"x ", vec![[1, 1], [3, 4]]),
         ] {
             let re = Regex::new(&format!("(?m){pattern}")).unwrap();
             let edit = Edit::known(Written::lines(ranges.clone()));
@@ -688,7 +676,7 @@ mod allow_tests {
             leaf_line(&re, Within::File, &text, &all, Some("other")),
             Some((0, 1))
         );
-        let first_only = Edit::known(Written::lines(vec![(1, 1)]));
+        let first_only = Edit::known(Written::lines(vec![[1, 1]]));
         assert_eq!(
             leaf_line(&re, Within::Changes, &text, &first_only, Some("s")),
             None

@@ -1,4 +1,4 @@
-//! The lines a change wrote: the lines of the file after it that are not in a longest common
+//! The one line diff: the lines of the file after a change that are not in a longest common
 //! subsequence with the file before it (Myers' O(ND) diff over interned lines, after the common
 //! head and tail are trimmed). Reads and writes nothing.
 //!
@@ -6,18 +6,32 @@
 //! common head and tail) counts as written, which over-states, never under-states.
 
 use std::collections::HashMap;
+use std::hash::Hash;
+
+use crate::LineRanges;
 
 /// Past this many inserted plus deleted lines, the diff stops looking for the shortest script
 /// and counts the middle as written: its memory grows with the square of this.
 pub const MAX_EDIT_DISTANCE: usize = 1000;
 
-/// The 1-based inclusive line ranges of `after` that are not in `before`, merged, in order.
-/// A change that only deletes lines wrote none (`[]`). Lines end at `\n`; a last line without
-/// one is a line.
-pub fn written_lines(before: &[u8], after: &[u8]) -> Vec<[u32; 2]> {
-    let old = lines(before);
-    let new = lines(after);
-    let head = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+/// The line ranges of `after` that are not in `before`. A change that only deletes lines wrote
+/// none. Lines end at `\n`; a last line without one is a line, and a final newline added or
+/// removed changes no line.
+pub fn written_lines(before: &[u8], after: &[u8]) -> LineRanges {
+    let inserted = inserted(&lines(before), &lines(after));
+    LineRanges::of_lines(
+        inserted
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &ins)| ins.then_some(i + 1)),
+    )
+}
+
+/// For each item of `new`, whether it is inserted: not part of a longest common subsequence
+/// with `old` (common head and tail first kept, the rest by Myers' diff); past
+/// [`MAX_EDIT_DISTANCE`] every item between the common head and tail counts as inserted.
+pub fn inserted<T: Eq + Hash>(old: &[T], new: &[T]) -> Vec<bool> {
+    let head = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let tail = old[head..]
         .iter()
         .rev()
@@ -25,27 +39,14 @@ pub fn written_lines(before: &[u8], after: &[u8]) -> Vec<[u32; 2]> {
         .take_while(|(a, b)| a == b)
         .count();
     let (old_mid, new_mid) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
-    let inserted = match myers(old_mid, new_mid) {
-        Some(inserted) => inserted,
-        None => vec![true; new_mid.len()],
-    };
-    ranges(
-        inserted
-            .iter()
-            .enumerate()
-            .filter_map(|(i, &ins)| ins.then_some(head + i)),
-    )
+    let mut out = vec![false; new.len()];
+    let mid = myers(old_mid, new_mid).unwrap_or_else(|| vec![true; new_mid.len()]);
+    out[head..head + mid.len()].copy_from_slice(&mid);
+    out
 }
 
-/// Every line of `content`, as 1-based inclusive ranges: what a new file wrote.
-pub fn all_lines(content: &[u8]) -> Vec<[u32; 2]> {
-    match lines(content).len() {
-        0 => Vec::new(),
-        n => vec![[1, u32::try_from(n).unwrap_or(u32::MAX)]],
-    }
-}
-
-fn lines(content: &[u8]) -> Vec<&[u8]> {
+/// The lines of `content`, without their newlines.
+pub fn lines(content: &[u8]) -> Vec<&[u8]> {
     if content.is_empty() {
         return Vec::new();
     }
@@ -53,27 +54,14 @@ fn lines(content: &[u8]) -> Vec<&[u8]> {
     body.split(|&b| b == b'\n').collect()
 }
 
-/// 0-based line indices, ascending, as merged 1-based inclusive ranges.
-fn ranges(indices: impl Iterator<Item = usize>) -> Vec<[u32; 2]> {
-    let mut out: Vec<[u32; 2]> = Vec::new();
-    for i in indices {
-        let line = u32::try_from(i + 1).unwrap_or(u32::MAX);
-        match out.last_mut() {
-            Some(last) if last[1] + 1 == line => last[1] = line,
-            _ => out.push([line, line]),
-        }
-    }
-    out
-}
-
 /// For each line of `new`, whether it is inserted (not part of the longest common
 /// subsequence with `old`), or `None` past [`MAX_EDIT_DISTANCE`].
-fn myers(old: &[&[u8]], new: &[&[u8]]) -> Option<Vec<bool>> {
+fn myers<T: Eq + Hash>(old: &[T], new: &[T]) -> Option<Vec<bool>> {
     if old.is_empty() || new.is_empty() {
         return Some(vec![true; new.len()]);
     }
     // Lines compared as small integers.
-    let mut ids: HashMap<&[u8], u32> = HashMap::new();
+    let mut ids: HashMap<&T, u32> = HashMap::new();
     let mut a = Vec::with_capacity(old.len());
     let mut b = Vec::with_capacity(new.len());
     for (lines, out) in [(old, &mut a), (new, &mut b)] {
@@ -148,24 +136,24 @@ fn myers(old: &[&[u8]], new: &[&[u8]]) -> Option<Vec<bool>> {
 mod tests {
     use super::*;
 
-    fn w(before: &str, after: &str) -> Vec<[u32; 2]> {
-        written_lines(before.as_bytes(), after.as_bytes())
+    fn w(before: &str, after: &str) -> Vec<[usize; 2]> {
+        written_lines(before.as_bytes(), after.as_bytes()).into()
     }
 
     #[test]
     fn a_changed_line_is_written_and_the_rest_is_not() {
         assert_eq!(w("a\nb\nc\n", "a\nB\nc\n"), [[2, 2]]);
-        assert_eq!(w("a\nb\nc\n", "a\nb\nc\n"), Vec::<[u32; 2]>::new());
+        assert_eq!(w("a\nb\nc\n", "a\nb\nc\n"), Vec::<[usize; 2]>::new());
         assert_eq!(
             w("a\nb\nc\n", "a\nc\n"),
-            Vec::<[u32; 2]>::new(),
+            Vec::<[usize; 2]>::new(),
             "a deletion"
         );
         assert_eq!(w("a\nc\n", "a\nb1\nb2\nc\n"), [[2, 3]]);
         assert_eq!(w("", "x\ny\n"), [[1, 2]]);
         assert_eq!(
             w("a\nb", "a\nb\n"),
-            Vec::<[u32; 2]>::new(),
+            Vec::<[usize; 2]>::new(),
             "a final newline"
         );
         assert_eq!(w("a\n", "z\na\n"), [[1, 1]]);
@@ -204,12 +192,6 @@ mod tests {
         before_ends.push_str(&before);
         before_ends.push_str("tail\n");
         assert_eq!(w(&before_ends, &with_ends), [[2, 1501]]);
-    }
-
-    #[test]
-    fn a_new_file_writes_all_its_lines() {
-        assert_eq!(all_lines(b"a\nb"), [[1, 2]]);
-        assert_eq!(all_lines(b""), Vec::<[u32; 2]>::new());
     }
 
     /// The script is a shortest one: its inserted lines and the lines kept form `new`, and the

@@ -1,6 +1,6 @@
-//! Finds the files an `apply_patch` call leaves behind. Reads: the text handed in. Writes: nothing.
-//!
-//! Sources: the patch text, Codex's result summary, and shell scripts that run `apply_patch`.
+//! Codex's `apply_patch` grammar: a patch parsed once into file operations ([`parse_patch`],
+//! [`resolved_ops`]) and the files it leaves ([`targets`]); the patches a shell script feeds to
+//! `apply_patch`; Codex's result summary. Reads: the text handed in. Writes: nothing.
 
 use std::ops::Range;
 
@@ -11,53 +11,9 @@ const UPDATE_FILE: &str = "*** Update File:";
 const MOVE_TO: &str = "*** Move to:";
 const SUMMARY_HEADER: &str = "Success. Updated the following files:";
 
-/// The paths, as written, that exist after `patch` is applied: added files, updated files and
-/// the destinations of moved files, in order of appearance.
-///
-/// A moved file's source and deleted files are left out because they no longer exist. When the
-/// text holds a `*** Begin Patch` line only lines between it and `*** End Patch` count, so that
-/// the heredoc wrapped around a patch cannot contribute; a bare list of headers is accepted too.
-pub(crate) fn patch_targets(patch: &str) -> Vec<&str> {
-    let bounded = patch.lines().any(|line| line.trim() == BEGIN_PATCH);
-    let mut inside = !bounded;
-    let mut targets = Vec::new();
-    // An updated file only counts once we know no `*** Move to:` follows its header.
-    let mut pending_update: Option<&str> = None;
-    for line in patch.lines() {
-        // Hunk lines start with a space, `+` or `-`, and their text may look like a header
-        // (a patch that edits a patch, say). Codex itself only treats other lines as headers.
-        if line.starts_with([' ', '+', '-']) {
-            continue;
-        }
-        let line = line.trim();
-        if line == BEGIN_PATCH {
-            inside = true;
-            continue;
-        }
-        if !inside || !line.starts_with("***") {
-            continue;
-        }
-        if let Some(destination) = header_path(line, MOVE_TO) {
-            pending_update = None;
-            targets.push(destination);
-            continue;
-        }
-        targets.extend(pending_update.take());
-        if line == END_PATCH {
-            inside = !bounded;
-        } else if let Some(path) = header_path(line, ADD_FILE) {
-            targets.push(path);
-        } else if let Some(path) = header_path(line, UPDATE_FILE) {
-            pending_update = Some(path);
-        }
-    }
-    targets.extend(pending_update);
-    targets
-}
-
 /// One file operation of a patch, read as Codex's `apply_patch` parser reads it.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum FileOp<'a> {
+pub enum FileOp<'a> {
     /// `*** Add File`: the new file's lines.
     Add { path: &'a str, lines: Vec<&'a str> },
     /// `*** Delete File`.
@@ -73,16 +29,16 @@ pub(crate) enum FileOp<'a> {
 /// One chunk of an `*** Update File`: an optional `@@ context` line that narrows where it
 /// applies, its lines in order, and whether it must apply at the end of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Chunk<'a> {
-    pub(crate) context: Option<&'a str>,
-    pub(crate) lines: Vec<(Side, &'a str)>,
-    pub(crate) end_of_file: bool,
+pub struct Chunk<'a> {
+    pub context: Option<&'a str>,
+    pub lines: Vec<(Side, &'a str)>,
+    pub end_of_file: bool,
 }
 
 /// Which side of a chunk a line belongs to: a context line (` `, or an empty line) to both, a
 /// `-` line to the old side, a `+` line to the new.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
+pub enum Side {
     Both,
     Old,
     New,
@@ -90,12 +46,12 @@ pub(crate) enum Side {
 
 impl Chunk<'_> {
     /// The chunk's old side: its context and `-` lines.
-    pub(crate) fn old_side(&self) -> Vec<&str> {
+    pub fn old_side(&self) -> Vec<&str> {
         self.side(Side::Old)
     }
 
     /// The chunk's new side: its context and `+` lines, each with whether it is a `+` line.
-    pub(crate) fn new_side(&self) -> Vec<(&str, bool)> {
+    pub fn new_side(&self) -> Vec<(&str, bool)> {
         self.lines
             .iter()
             .filter(|(side, _)| *side != Side::Old)
@@ -116,14 +72,20 @@ const DELETE_FILE: &str = "*** Delete File:";
 const END_OF_FILE: &str = "*** End of File";
 
 /// The file operations of `patch` (the text from its first `*** Begin Patch` line to the next
-/// `*** End Patch` line), as Codex 0.169's lenient parser reads them, or `None` where Codex would
-/// reject the patch: no `*** Begin Patch`, an unknown header, an update without chunks, a
-/// chunk that is neither context nor `+`/`-` lines. Paths are trimmed, as [`patch_targets`]
-/// gives them.
-pub(crate) fn parse_patch(patch: &str) -> Option<Vec<FileOp<'_>>> {
-    let mut lines = patch.lines().skip_while(|line| line.trim() != BEGIN_PATCH);
-    lines.next()?;
-    let body: Vec<&str> = lines.take_while(|line| line.trim() != END_PATCH).collect();
+/// `*** End Patch` line, or the whole text when it has no `*** Begin Patch` line), as Codex
+/// 0.169's lenient parser reads them, or `None` where Codex would reject the patch: an unknown
+/// header, an update without chunks, a chunk that is neither context nor `+`/`-` lines. Paths
+/// are trimmed.
+pub fn parse_patch(patch: &str) -> Option<Vec<FileOp<'_>>> {
+    let bounded = patch.lines().any(|line| line.trim() == BEGIN_PATCH);
+    let mut lines = patch
+        .lines()
+        .skip_while(|line| bounded && line.trim() != BEGIN_PATCH)
+        .skip(usize::from(bounded));
+    let body: Vec<&str> = lines
+        .by_ref()
+        .take_while(|line| line.trim() != END_PATCH)
+        .collect();
     let mut ops = Vec::new();
     let mut rest = &body[..];
     while let Some(first) = rest.first() {
@@ -222,7 +184,7 @@ fn header_path<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 /// The added (`A`) and modified (`M`) paths of Codex's `Success. Updated the following files:`
 /// summary, as written. Deleted (`D`) paths are left out; the list ends at the first line that
 /// is not a summary entry, so later output cannot leak in.
-pub(crate) fn summary_targets(summary: &str) -> Vec<&str> {
+pub fn summary_targets(summary: &str) -> Vec<&str> {
     let mut targets = Vec::new();
     let mut in_summary = false;
     for line in summary.lines() {
@@ -248,19 +210,19 @@ pub(crate) fn summary_targets(summary: &str) -> Vec<&str> {
 
 /// One patch that a shell command feeds to `apply_patch`.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct ShellPatch<'a> {
+pub struct ShellPatch<'a> {
     /// The directory of a leading `cd DIR &&`, unquoted, if there was one: the patch's relative
     /// paths are relative to it.
-    pub(crate) dir: Option<&'a str>,
+    pub dir: Option<&'a str>,
     /// The patch, from `*** Begin Patch` through `*** End Patch`.
-    pub(crate) patch: &'a str,
+    pub patch: &'a str,
 }
 
 /// The patches a shell script hands to `apply_patch` (or its alias `applypatch`): as a heredoc
 /// (`apply_patch <<'EOF'`, `<<EOF`, `<<"EOF"`, `<<-EOF`), optionally after `cd DIR &&`, or as a
 /// quoted argument. Text in which no `*** Begin Patch` follows the invocation is ignored, so a
 /// command that merely mentions `apply_patch` (a `grep`, say) yields nothing.
-pub(crate) fn shell_patches(script: &str) -> Vec<ShellPatch<'_>> {
+pub fn shell_patches(script: &str) -> Vec<ShellPatch<'_>> {
     let mut patches = Vec::new();
     let mut line_start = 0;
     while line_start < script.len() {
@@ -405,7 +367,8 @@ fn cd_prefix(before: &str) -> Option<&str> {
 
 /// What one file operation of a patch does, its paths resolved against the directory `base`
 /// (see [`resolved_ops`]).
-pub(crate) enum ResolvedOp<'a> {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolvedOp<'a> {
     /// `path` added with `lines`.
     Add { path: String, lines: Vec<&'a str> },
     /// `path` deleted.
@@ -418,10 +381,20 @@ pub(crate) enum ResolvedOp<'a> {
     },
 }
 
+/// The paths, as resolved, that exist after the operations: added files, updated files and
+/// the destinations of moved files, in order; deleted files and moved files' sources are gone.
+pub fn targets<'o>(ops: &'o [ResolvedOp<'_>]) -> impl Iterator<Item = &'o str> {
+    ops.iter().filter_map(|op| match op {
+        ResolvedOp::Add { path, .. } => Some(path.as_str()),
+        ResolvedOp::Update { target, .. } => Some(target.as_str()),
+        ResolvedOp::Delete { .. } => None,
+    })
+}
+
 /// The file operations of `patch` ([`parse_patch`]; none where Codex would reject it), their
 /// paths resolved against `base`: an operation whose path, or whose `*** Move to`, does not
 /// resolve is left out.
-pub(crate) fn resolved_ops<'a>(patch: &'a str, base: Option<&str>) -> Vec<ResolvedOp<'a>> {
+pub fn resolved_ops<'a>(patch: &'a str, base: Option<&str>) -> Vec<ResolvedOp<'a>> {
     let resolve = |path| crate::paths::resolve(base, path);
     let Some(ops) = parse_patch(patch) else {
         return Vec::new();
@@ -456,7 +429,7 @@ pub(crate) fn resolved_ops<'a>(patch: &'a str, base: Option<&str>) -> Vec<Resolv
 }
 
 /// The patch of an `apply_patch PATCH` (or `applypatch PATCH`) argv, if it is one.
-pub(crate) fn argv_patch(argv: &[String]) -> Option<&str> {
+pub fn argv_patch(argv: &[String]) -> Option<&str> {
     match argv {
         [program, patch, ..] if matches!(program.as_str(), "apply_patch" | "applypatch") => {
             Some(patch.as_str())
@@ -467,10 +440,7 @@ pub(crate) fn argv_patch(argv: &[String]) -> Option<&str> {
 
 /// The patches a shell script runs ([`shell_patches`]), each with the directory its relative
 /// paths are relative to: its `cd DIR`'s, resolved against `base`, or `base` itself.
-pub(crate) fn shell_patches_in<'a>(
-    script: &'a str,
-    base: Option<&str>,
-) -> Vec<(&'a str, Option<String>)> {
+pub fn shell_patches_in<'a>(script: &'a str, base: Option<&str>) -> Vec<(&'a str, Option<String>)> {
     shell_patches(script)
         .into_iter()
         .map(|shell_patch| {
@@ -487,6 +457,12 @@ pub(crate) fn shell_patches_in<'a>(
 mod tests {
     use super::*;
 
+    /// The files a patch leaves, as written (resolved against `/`, then the `/` taken off).
+    fn patch_targets(patch: &str) -> Vec<String> {
+        let ops = resolved_ops(patch, Some("/"));
+        targets(&ops).map(|p| p[1..].to_owned()).collect()
+    }
+
     #[test]
     fn patch_targets_keep_adds_updates_and_move_destinations() {
         let patch = "*** Begin Patch\n\
@@ -501,7 +477,7 @@ mod tests {
     #[test]
     fn patch_targets_ignore_text_outside_the_patch() {
         let text = "echo '*** Add File: outside'\n*** Update File: before.rs\n\
-                    *** Begin Patch\n*** Update File: inside.rs\n*** End Patch\n\
+                    *** Begin Patch\n*** Update File: inside.rs\n@@\n-a\n+b\n*** End Patch\n\
                     *** Add File: after.rs\n";
         assert_eq!(patch_targets(text), ["inside.rs"]);
     }
@@ -548,7 +524,7 @@ mod tests {
             "applypatch<<'EOF'",
         ] {
             let script =
-                format!("{opener}\n*** Begin Patch\n*** Update File: a.rs\n*** End Patch\nEOF\n");
+                format!("{opener}\n*** Begin Patch\n*** Update File: a.rs\n@@\n-a\n+b\n*** End Patch\nEOF\n");
             let found = shell_patches(&script);
             assert_eq!(found.len(), 1, "{opener}");
             assert_eq!(found[0].dir, None);
@@ -559,16 +535,16 @@ mod tests {
     #[test]
     fn shell_script_with_two_patches_and_other_commands() {
         let script = "set -e\ncd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: one\n+1\n*** End Patch\nEOF\n\
-                      cargo fmt\napply_patch <<'EOF'\n*** Begin Patch\n*** Update File: two\n*** End Patch\nEOF";
+                      cargo fmt\napply_patch <<'EOF'\n*** Begin Patch\n*** Update File: two\n@@\n-a\n+b\n*** End Patch\nEOF";
         let found = shell_patches(script);
         assert_eq!(found.len(), 2);
         assert_eq!(
             (found[0].dir, patch_targets(found[0].patch)),
-            (Some("sub"), vec!["one"])
+            (Some("sub"), vec!["one".to_string()])
         );
         assert_eq!(
             (found[1].dir, patch_targets(found[1].patch)),
-            (None, vec!["two"])
+            (None, vec!["two".to_string()])
         );
     }
 

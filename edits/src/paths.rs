@@ -7,7 +7,7 @@
 /// gone, and the sidecar skips paths that do not exist anyway. Returns `None` for an empty path,
 /// or for a relative path when `base` is missing or itself relative, because then there is no
 /// honest way to know which file was meant.
-pub(crate) fn resolve(base: Option<&str>, path: &str) -> Option<String> {
+pub fn resolve(base: Option<&str>, path: &str) -> Option<String> {
     if path.is_empty() {
         return None;
     }
@@ -23,7 +23,7 @@ pub(crate) fn resolve(base: Option<&str>, path: &str) -> Option<String> {
 /// Unlike [`resolve`] the result is always normalised, since it only ever serves as a base.
 /// Directories that need shell expansion (`~`, `$VAR`, backticks) cannot be resolved without
 /// running a shell, so they give `None` and relative paths below them are dropped.
-pub(crate) fn resolve_dir(base: Option<&str>, dir: &str) -> Option<String> {
+pub fn resolve_dir(base: Option<&str>, dir: &str) -> Option<String> {
     if dir.is_empty() || dir.starts_with('~') || dir.contains(['$', '`']) {
         return None;
     }
