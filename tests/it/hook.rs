@@ -573,3 +573,73 @@ fn a_codex_patch_not_yet_on_disk_is_matched_on_its_post_image() {
     let run = sidecar.hook(&event("pre-plain", "val ten = 10"));
     assert_eq!(run.stdout, "", "{}", run.stderr);
 }
+
+/// A Codex `apply_patch` whose hunk cannot be placed for sure never falls back to the whole
+/// file (where `git diff HEAD` would count every line, and the `Thread.sleep(` already on line
+/// 3 would be shown): in a repository with no commit yet, and in one whose working tree holds
+/// earlier uncommitted edits, a hunk whose new side fits two places writes both places, and a
+/// patch that cannot be placed at all (the file changed again after it) writes its `+` lines as
+/// they stand.
+#[test]
+fn an_ambiguous_or_unplaceable_codex_hunk_never_falls_back_to_the_whole_file() {
+    let SleepyScene {
+        dir,
+        sidecar,
+        repo: dirty,
+        ..
+    } = SleepyScene::new();
+    let fresh = dir.path().join("fresh");
+    git_repo(&fresh, Some("git@github.com:acme/fresh.git"));
+    write_file(&fresh, "src/Jobs.kt", &sleepy_jobs());
+    // The hunk's context (`val y = 0`) and new side occur twice after the patch.
+    let twice = |z: &str| {
+        format!(
+            "{}val y = 0\n{z}\nval w = 9\nval y = 0\n{z}\n",
+            sleepy_jobs()
+        )
+    };
+    let patch = |z: &str| {
+        format!("*** Begin Patch\n*** Update File: src/Jobs.kt\n@@\n val y = 0\n-val z = 0\n+{z}\n*** End Patch\n")
+    };
+    for repo in [&fresh, &dirty] {
+        let name = repo.file_name().unwrap().to_string_lossy().into_owned();
+        let jobs = repo.join("src/Jobs.kt");
+        for (z, shown) in [("val z = 1", false), ("val z = Thread.sleep(1)", true)] {
+            std::fs::write(&jobs, twice(z)).unwrap();
+            let session = format!("{name}-twice-{shown}");
+            let run = sidecar.hook(&codex_patch_event(
+                &session,
+                repo,
+                &patch(z),
+                &["src/Jobs.kt"],
+            ));
+            assert_valid_output("codex", &run.stdout);
+            assert_eq!(
+                shows_sleep(&run),
+                shown,
+                "{name}, {z}: {} {}",
+                run.stdout,
+                run.stderr
+            );
+        }
+        // Neither the patch's pre-image nor its post-image on disk: a formatter ran after it.
+        std::fs::write(&jobs, sleepy_jobs() + "val formatted = true\n").unwrap();
+        for (z, shown) in [("val z = 1", false), ("val z = Thread.sleep(1)", true)] {
+            let session = format!("{name}-unplaced-{shown}");
+            let run = sidecar.hook(&codex_patch_event(
+                &session,
+                repo,
+                &patch(z),
+                &["src/Jobs.kt"],
+            ));
+            assert_valid_output("codex", &run.stdout);
+            assert_eq!(
+                shows_sleep(&run),
+                shown,
+                "{name}, {z}: {} {}",
+                run.stdout,
+                run.stderr
+            );
+        }
+    }
+}
