@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::breaker::{gate_calls, gate_verdict, BreakerAction, BreakerVerdict};
 use crate::event::{EditRequest, EventName, HookEvent, Host, Replacement, ToolInput};
-use crate::hook::SidecarLink;
+use crate::link::SidecarLink;
 use edits::patch::ResolvedOp;
 use edits::paths::resolve;
 use edits::LineRanges;
@@ -426,7 +426,7 @@ fn quoted_content(content: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hook::scripted::Scripted;
+    use crate::link::scripted::Scripted;
     use serde_json::json;
 
     /// The check of `event` with `files` as the disk, by path; each file read at most once.

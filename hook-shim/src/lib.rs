@@ -26,7 +26,8 @@
 //!   would leave, asked of `checkEdit`; a `severity: block` hit denies the edit.
 //! - [`guard`]: the agent cannot lift its own guardrails: a `PreToolUse` that would reset the
 //!   breaker, change flags or hooks, or touch the sidecar's files is denied, sidecar unasked.
-//! - [`hook`]: [`hook::handle_event`], the whole hook over a [`hook::SidecarLink`]: read, plan,
+//! - [`link`]: [`link::SidecarLink`], how the hook reaches the sidecar.
+//! - [`hook`]: [`hook::handle_event`], the whole hook over a [`link::SidecarLink`]: read, plan,
 //!   ask, render.
 //! - [`client`]: the blocking HTTP/1.1 client on the Unix socket, bounded by a deadline, one call
 //!   per connection or many on a kept-alive one; shared with the `guidebook` CLI.
@@ -50,6 +51,7 @@ pub mod enforce;
 pub mod event;
 pub mod guard;
 pub mod hook;
+pub mod link;
 mod output;
 mod plan;
 pub mod protocol;

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use guidebook_hook::autostart;
 use guidebook_hook::client::{self, ClientError};
 use guidebook_hook::guard::Protected;
-use guidebook_hook::hook::{HookPlan, SidecarLink};
+use guidebook_hook::hook::HookPlan;
+use guidebook_hook::link::SidecarLink;
 use guidebook_hook::protocol::deadline_ms;
 
 const DEFAULT_TIMEOUT_MS: u64 = 2000;

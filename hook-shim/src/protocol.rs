@@ -15,6 +15,12 @@ use serde_json::Value;
 
 use crate::client::ClientError;
 
+/// The most paths one call may name (`filepaths`, `targets`): an agent's edit touches a handful
+/// of files; a list this long is a bug on the caller's side, and refusing it keeps one request
+/// from reading a tree. The sidecar refuses more; its own lists (a shell command's changed
+/// files) stop here.
+pub const MAX_FILEPATHS: usize = 1000;
+
 /// Every method the sidecar answers, as sent on the wire.
 pub mod method {
     pub const SEARCH: &str = "search";

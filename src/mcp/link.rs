@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use guidebook_hook::autostart;
 use guidebook_hook::client::{self, ClientError};
-use guidebook_hook::hook::SidecarLink;
+use guidebook_hook::link::SidecarLink;
 use guidebook_hook::protocol::{self, deadline_ms, Call, CallError};
 
 /// Idle connections kept for later calls; more than the agent's parallel tool calls is waste.

@@ -190,9 +190,7 @@ pub(crate) fn non_empty(name: &str, value: &str) -> Result<(), RpcError> {
     }
 }
 
-/// The most paths one call may name. An agent's edit touches a handful of files; a list this
-/// long is a bug on the caller's side, and refusing it keeps one request from reading a tree.
-pub const MAX_FILEPATHS: usize = 1000;
+pub use guidebook_hook::protocol::MAX_FILEPATHS;
 
 /// The most calls one batch may hold. No client of ours batches more than a few; a batch of
 /// hundreds is one request's worth of work multiplied, which the per-call caps do not see.

@@ -264,7 +264,7 @@ impl ShellWrites {
                     .map(|p| p.to_string_lossy().into_owned())
                     .collect();
                 for path in unnamed {
-                    if changes.files.len() >= crate::rpc::MAX_FILEPATHS {
+                    if changes.files.len() >= guidebook_hook::protocol::MAX_FILEPATHS {
                         changes.incomplete = true;
                         break;
                     }

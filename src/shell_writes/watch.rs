@@ -269,7 +269,7 @@ impl RepoWatch {
         // Files inside directories created in the window.
         let mut listed = Vec::new();
         for dir in &seen.paths {
-            if listed.len() >= crate::rpc::MAX_FILEPATHS {
+            if listed.len() >= guidebook_hook::protocol::MAX_FILEPATHS {
                 seen.incomplete = true;
                 break;
             }
@@ -285,7 +285,7 @@ impl RepoWatch {
                 .build();
             for entry in walk
                 .flatten()
-                .take(crate::rpc::MAX_FILEPATHS - listed.len())
+                .take(guidebook_hook::protocol::MAX_FILEPATHS - listed.len())
             {
                 if entry.file_type().is_some_and(|t| t.is_file()) {
                     listed.push(entry.into_path());

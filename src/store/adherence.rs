@@ -4,8 +4,7 @@
 
 use rusqlite::params;
 
-use super::metrics::Epoch;
-use super::{Database, StoreError};
+use super::{Database, Epoch, StoreError};
 
 /// One file of one search, as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -7,10 +7,7 @@ use std::time::Instant;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{AdherenceEvent, Database, IndexedSearch, StoreError};
-
-/// Seconds since the Unix epoch, as every `at` column holds them.
-pub type Epoch = i64;
+use super::{AdherenceEvent, Database, Epoch, IndexedSearch, StoreError};
 
 /// One thing the sidecar saw, to be written in a batch off the request path.
 #[derive(Debug, Clone, PartialEq)]

@@ -54,6 +54,9 @@ impl StoreError {
     }
 }
 
+/// Seconds since the Unix epoch, as every `at` column holds them.
+pub type Epoch = i64;
+
 pub(crate) type Pool = r2d2::Pool<SqliteConnectionManager>;
 pub(crate) type Conn = r2d2::PooledConnection<SqliteConnectionManager>;
 

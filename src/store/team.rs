@@ -10,7 +10,7 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::adherence::session_events;
-use super::metrics::Epoch;
+use super::Epoch;
 use super::{AdherenceEvent, Database, StoreError};
 
 /// One counter to add to: its metric, and the labels that tell its series apart (`""` where a

@@ -436,3 +436,276 @@ fn the_release_build_is_stripped() {
     assert_eq!(profiling["inherits"].as_str(), Some("release"));
     assert_eq!(profiling["debug"].as_str(), Some("line-tables-only"));
 }
+
+/// A crate's modules and the modules each one's code (tests aside) names: `crate::a::b`,
+/// `crate::{a, b::c}` and `super::x`, each resolved to the deepest module file that exists.
+/// Keys are module paths (`store/metrics`; the crate root is ``).
+fn module_imports(
+    src: &Path,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut files: BTreeMap<String, String> = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(src).unwrap().with_extension("");
+                let mut parts: Vec<String> = rel
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect();
+                if matches!(
+                    parts.last().map(String::as_str),
+                    Some("mod" | "lib" | "main")
+                ) {
+                    parts.pop();
+                }
+                files.insert(parts.join("/"), std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let path_re =
+        Regex::new(r"\b(crate|super)::((?:[a-z_][a-z0-9_]*::)*[a-z_][a-z0-9_]*|\{)").unwrap();
+    let mut graph = BTreeMap::new();
+    for (module, text) in &files {
+        let code = match text.find("#[cfg(test)]\nmod tests") {
+            Some(at) => &text[..at],
+            None => text,
+        };
+        let code: String = code
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let is_dir_module =
+            files.keys().any(|k| k.starts_with(&format!("{module}/"))) || module.is_empty();
+        let here: Vec<&str> = module.split('/').filter(|p| !p.is_empty()).collect();
+        let mut named: Vec<Vec<String>> = Vec::new();
+        for m in path_re.captures_iter(&code) {
+            let base: Vec<String> = match &m[1] {
+                "crate" => Vec::new(),
+                _ if is_dir_module => here.iter().map(|s| s.to_string()).collect(),
+                _ => here[..here.len().saturating_sub(1)]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+            };
+            if &m[2] == "{" {
+                let rest = &code[m.get(2).unwrap().start()..];
+                let (mut depth, mut end) = (0, rest.len());
+                for (i, c) in rest.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = i;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                named.extend(use_tree(&base, &rest[1..end]));
+            } else {
+                let mut p = base;
+                p.extend(m[2].split("::").map(str::to_owned));
+                named.push(p);
+            }
+        }
+        let mut deps = BTreeSet::new();
+        for path in named {
+            for k in (1..=path.len()).rev() {
+                let candidate = path[..k].join("/");
+                if files.contains_key(&candidate) {
+                    if candidate != *module {
+                        deps.insert(candidate);
+                    }
+                    break;
+                }
+            }
+        }
+        graph.insert(module.clone(), deps);
+    }
+    graph
+}
+
+/// The paths a `use` list names (`a, b::{self, c}` under `base`), nested lists expanded.
+fn use_tree(base: &[String], list: &str) -> Vec<Vec<String>> {
+    let mut items = Vec::new();
+    let (mut depth, mut from) = (0, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&list[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&list[from..]);
+    let mut out = Vec::new();
+    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        let (head, nested) = match item.find('{') {
+            Some(open) => (
+                &item[..open],
+                Some(&item[open + 1..item.rfind('}').unwrap_or(item.len())]),
+            ),
+            None => (item, None),
+        };
+        let mut path = base.to_vec();
+        path.extend(
+            head.split("::")
+                .map(|s| s.trim().split(' ').next().unwrap_or_default())
+                .filter(|s| !s.is_empty() && *s != "self")
+                .map(str::to_owned),
+        );
+        match nested {
+            Some(list) => {
+                out.push(path.clone());
+                out.extend(use_tree(&path, list));
+            }
+            None => out.push(path),
+        }
+    }
+    out
+}
+
+/// The import circles of a graph: its strongly connected components of more than one module.
+fn circles(
+    graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Vec<Vec<String>> {
+    // Two modules are in one circle when each reaches the other.
+    let reach = |from: &str| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack = vec![from.to_string()];
+        while let Some(m) = stack.pop() {
+            for d in graph.get(&m).into_iter().flatten() {
+                if seen.insert(d.clone()) {
+                    stack.push(d.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: std::collections::BTreeMap<&String, _> =
+        graph.keys().map(|m| (m, reach(m))).collect();
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for m in graph.keys() {
+        if out.iter().any(|c| c.contains(m)) {
+            continue;
+        }
+        let circle: Vec<String> = graph
+            .keys()
+            .filter(|o| *o == m || (reached[m].contains(*o) && reached[*o].contains(m)))
+            .cloned()
+            .collect();
+        if circle.len() > 1 {
+            out.push(circle);
+        }
+    }
+    out
+}
+
+/// The top-level modules `src/lib.rs` lists under one of its layout headings (`- [`name`]`).
+fn layer(lib: &str, heading: &str) -> Vec<String> {
+    let start = lib
+        .find(heading)
+        .unwrap_or_else(|| panic!("src/lib.rs has no `{heading}`"));
+    let section = &lib[start..];
+    let end = section[1..]
+        .find("\n//!\n//! ")
+        .map_or(section.len(), |i| i + 1);
+    Regex::new(r"//! - \[`([a-z_]+)`\]")
+        .unwrap()
+        .captures_iter(&section[..end])
+        .map(|c| c[1].to_string())
+        .collect()
+}
+
+/// No import circle in any crate, and the layers `src/lib.rs` states hold: a domain module
+/// never imports `rpc`, `server`, `cli` or `mcp`; a leaf imports only leaves; only `store/`
+/// names the SQL crates.
+#[test]
+fn the_house_has_no_circle_and_no_arrow_up() {
+    for src in ["src", "hook-shim/src", "edits/src"] {
+        let graph = module_imports(&manifest_dir().join(src));
+        assert!(graph.len() > 5, "{src}: {} modules read", graph.len());
+        assert_eq!(
+            circles(&graph),
+            Vec::<Vec<String>>::new(),
+            "import circles in {src}"
+        );
+    }
+    let lib = std::fs::read_to_string(manifest_dir().join("src/lib.rs")).unwrap();
+    let clients = layer(&lib, "Clients and hosts");
+    let domain = layer(&lib, "The domain");
+    let leaves = layer(&lib, "Leaves");
+    assert_eq!(clients, ["cli", "mcp", "server", "rpc"]);
+    assert!(
+        domain.len() > 10 && leaves.len() > 5,
+        "{domain:?} {leaves:?}"
+    );
+    let graph = module_imports(&manifest_dir().join("src"));
+    let top = |m: &str| m.split('/').next().unwrap_or_default().to_string();
+    let mut up = Vec::new();
+    for (module, deps) in &graph {
+        let from = top(module);
+        for dep in deps.iter().map(|d| top(d)).filter(|d| *d != from) {
+            let wrong = (domain.contains(&from) && clients.contains(&dep))
+                || (leaves.contains(&from) && !leaves.contains(&dep));
+            if wrong {
+                up.push(format!("{module} -> {dep}"));
+            }
+        }
+    }
+    assert_eq!(
+        up,
+        Vec::<String>::new(),
+        "imports that run back up the layers"
+    );
+    let sql: Vec<String> = repository_files(&["rs"])
+        .into_iter()
+        .map(|f| relative(&f))
+        .filter(|f| f.starts_with("src/") && !f.starts_with("src/store/"))
+        .filter(|f| {
+            let text = std::fs::read_to_string(manifest_dir().join(f)).unwrap();
+            text.contains("rusqlite") || text.contains("r2d2")
+        })
+        .collect();
+    assert_eq!(sql, Vec::<String>::new(), "SQL outside src/store/");
+}
+
+/// The import reader and the circle finder on a made-up crate: a circle through `super::`,
+/// a brace list, a test module's imports ignored.
+#[test]
+fn the_import_reader_finds_circles_and_ignores_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("store")).unwrap();
+    std::fs::write(src.join("lib.rs"), "//! x\nmod a;\nmod store;\n").unwrap();
+    std::fs::write(src.join("a.rs"), "//! a\nuse crate::{store::{self, b}};\n").unwrap();
+    std::fs::write(src.join("store/mod.rs"), "//! s\nmod b;\nmod c;\n").unwrap();
+    std::fs::write(src.join("store/b.rs"), "//! b\nuse super::c::X;\n").unwrap();
+    std::fs::write(
+        src.join("store/c.rs"),
+        "//! c\npub struct X;\nfn f() { super::b::g() }\n#[cfg(test)]\nmod tests {\n    use crate::a;\n}\n",
+    )
+    .unwrap();
+    let graph = module_imports(src);
+    assert_eq!(
+        graph["a"].iter().collect::<Vec<_>>(),
+        ["store", "store/b"],
+        "{graph:?}"
+    );
+    assert_eq!(
+        circles(&graph),
+        [vec!["store/b".to_string(), "store/c".to_string()]]
+    );
+    assert!(!graph["store/c"].contains("a"), "a test module's import");
+}
