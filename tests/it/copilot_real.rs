@@ -31,6 +31,9 @@ fn succeeded(out: &std::process::Output) -> String {
 
 #[test]
 fn a_copilot_cli_create_puts_the_guideline_into_its_next_request_once_per_session() {
+    if !real_tests() {
+        return;
+    }
     let Scene {
         dir,
         sidecar,
@@ -117,6 +120,9 @@ fn a_copilot_cli_create_puts_the_guideline_into_its_next_request_once_per_sessio
 /// before anything is written.
 #[test]
 fn failing_ruff_runs_in_copilot_cli_halt_the_session_and_deny_its_next_edit() {
+    if !real_tests() {
+        return;
+    }
     let Scene {
         dir: _dir,
         sidecar,
@@ -180,6 +186,9 @@ fn reason_session(reason: &str) -> String {
 /// set` is denied by our `preToolUse` before it runs, and the model reads why.
 #[test]
 fn the_agents_own_flag_change_through_copilot_clis_bash_is_denied() {
+    if !real_tests() {
+        return;
+    }
     let Scene {
         dir: _dir,
         sidecar,
@@ -219,6 +228,9 @@ fn the_agents_own_flag_change_through_copilot_clis_bash_is_denied() {
 /// corrected `edit` goes through.
 #[test]
 fn a_copilot_cli_edit_that_breaks_a_block_guideline_is_denied_and_the_corrected_one_is_written() {
+    if !real_tests() {
+        return;
+    }
     let BlockScene {
         dir: _dir,
         sidecar,
@@ -273,6 +285,9 @@ fn resumable(said: &str) -> String {
 /// guideline again.
 #[test]
 fn a_compaction_in_copilot_cli_shows_the_guideline_again() {
+    if !real_tests() {
+        return;
+    }
     let Scene {
         dir: _dir,
         sidecar,
@@ -368,6 +383,9 @@ fn a_compaction_in_copilot_cli_shows_the_guideline_again() {
 /// `trustedFolders`, after which they run.
 #[test]
 fn copilot_cli_runs_a_repositorys_hooks_only_once_the_folder_is_trusted() {
+    if !real_tests() {
+        return;
+    }
     let Scene {
         dir: _dir,
         sidecar,
@@ -412,6 +430,9 @@ fn copilot_cli_runs_a_repositorys_hooks_only_once_the_folder_is_trusted() {
 /// `postToolUse` of `bash`: `beginShellCommand`, `endShellCommand`).
 #[test]
 fn copilot_cli_running_sed_in_place_through_bash_gets_the_guideline_in_its_next_request() {
+    if !real_tests() {
+        return;
+    }
     let Scene {
         dir: _dir,
         sidecar,
@@ -457,6 +478,9 @@ fn copilot_cli_running_sed_in_place_through_bash_gets_the_guideline_in_its_next_
 /// file is written and nothing is added.
 #[test]
 fn a_hung_sidecar_leaves_the_task_untouched() {
+    if !real_tests() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("orders");
     git_repo(&work, Some("git@github.com:acme/orders.git"));

@@ -67,6 +67,9 @@ fn developer_text(request: &Value) -> String {
 
 #[test]
 fn claude_code_running_sed_in_place_through_bash_gets_the_guideline_in_its_next_request() {
+    if !real_tests() {
+        return;
+    }
     let scene = scene();
     install_shim_hooks(&scene.home, "--claude");
     let bash = |command: &str| ("Bash", json!({"command": command, "description": "edit"}));
@@ -106,6 +109,9 @@ fn claude_code_running_sed_in_place_through_bash_gets_the_guideline_in_its_next_
 
 #[test]
 fn codex_running_sed_in_place_through_its_shell_gets_the_guideline_in_its_next_request() {
+    if !real_tests() {
+        return;
+    }
     let scene = scene();
     let exec = |id: &str, cmd: &str| {
         json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
@@ -145,6 +151,9 @@ fn codex_running_sed_in_place_through_its_shell_gets_the_guideline_in_its_next_r
 
 #[test]
 fn gemini_cli_running_sed_in_place_through_its_shell_gets_the_guideline_in_its_next_request() {
+    if !real_tests() {
+        return;
+    }
     let scene = scene();
     gemini_api_user(&scene.home);
     install_shim_hooks(&scene.home, "--gemini");

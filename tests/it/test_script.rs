@@ -100,3 +100,41 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
+
+/// A plain `cargo test` is fast and offline: every test of a `*_real` module (they install
+/// agents and tools from npm and PyPI) starts with the [`real_tests`] gate, which
+/// `scripts/test` opens unless `--offline`.
+#[test]
+fn every_real_agent_test_is_gated_and_the_test_command_opens_the_gate() {
+    let mut ungated = Vec::new();
+    let mut gated = 0;
+    for entry in std::fs::read_dir(manifest_dir().join("tests/it")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with("_real.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (at, _) in text.match_indices("#[test]\n") {
+            let body = &text[at..];
+            let open = body.find(") {\n").expect("a test function") + 4;
+            let name_line = body[..open].lines().last().unwrap_or_default().to_string();
+            if body[open..].trim_start().starts_with("if !real_tests() {") {
+                gated += 1;
+            } else {
+                ungated.push(format!("{name}: {name_line}"));
+            }
+        }
+    }
+    assert!(gated > 40, "{gated} gated tests found");
+    assert_eq!(
+        ungated,
+        Vec::<String>::new(),
+        "real tests a plain `cargo test` would run"
+    );
+    let script = std::fs::read_to_string(manifest_dir().join("scripts/test")).unwrap();
+    assert!(
+        script.contains(&format!("export {REAL_TESTS_VARIABLE}=1")),
+        "scripts/test opens the gate"
+    );
+}

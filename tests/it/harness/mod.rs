@@ -74,6 +74,28 @@ const INHERITED_SETTINGS: [&str; 16] = [
     "ADAPTIVE_GUIDEBOOK_RECORD_METRICS",
 ];
 
+/// Set to `1` by `scripts/test` (the README's test command, and CI's) unless `--offline`: the
+/// tests that install real agents and tools from npm and PyPI (the `*_real` modules) run.
+pub const REAL_TESTS_VARIABLE: &str = "ADAPTIVE_GUIDEBOOK_REAL_TESTS";
+
+/// Whether the real agents' and tools' tests run ([`REAL_TESTS_VARIABLE`]). A plain `cargo
+/// test` skips them (fast and offline) and says so in one line, once: written to the process's
+/// stderr directly, past the test harness's capture.
+pub fn real_tests() -> bool {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if std::env::var(REAL_TESTS_VARIABLE).as_deref() == Ok("1") {
+        return true;
+    }
+    SAID.call_once(|| {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: the real agents' and tools' tests (tests/it/*_real.rs) are skipped: they install from npm and PyPI; run scripts/test (or set {REAL_TESTS_VARIABLE}=1)"
+        );
+    });
+    false
+}
+
 pub fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
