@@ -3,6 +3,7 @@
 //! cores, each evaluated as `evaluation` says. Reads: the guideline snapshot, the files,
 //! repository identities. Writes nothing.
 
+use crate::sync::Locked;
 use std::collections::HashMap;
 #[cfg(test)]
 use std::path::Path;
@@ -146,11 +147,7 @@ struct Claim<'a> {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        let mut progress = self
-            .batch
-            .progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut progress = self.batch.progress.locked();
         progress.done += 1;
         match self.results.take() {
             Some(results) => {
@@ -213,7 +210,7 @@ impl Batch {
     /// Every file's evaluation once all are done; `None` if the deadline passes first or a
     /// file's evaluation panicked.
     fn wait(&self) -> Option<Vec<FileEvaluation>> {
-        let progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        let progress = self.progress.locked();
         let mut progress = wait_while(&self.finished, progress, self.deadline, |p| {
             p.done < self.groups.len() && !p.lost
         })?;
@@ -309,7 +306,7 @@ impl Engine {
 
     /// Remembers the files a search named, for [`Engine::warm`].
     pub fn note_searched(&self, paths: &[String]) {
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let mut recent = self.recent.locked();
         for path in paths.iter().take(RECENT_FILES) {
             if let Some(at) = recent.iter().position(|p| p == path) {
                 recent.remove(at);
@@ -327,13 +324,7 @@ impl Engine {
     /// a trusted repository's 400 rules beside 1,000). Called by the reloads, off the hooks'
     /// path.
     pub fn warm(&self) {
-        let paths: Vec<String> = self
-            .recent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect();
+        let paths: Vec<String> = self.recent.locked().iter().cloned().collect();
         if paths.is_empty() || !self.guidebook.is_loaded() {
             return;
         }
@@ -493,7 +484,7 @@ mod tests {
         engine.note_searched(&names(0..10));
         engine.note_searched(&names(5..20));
         engine.note_searched(&names(4..5));
-        let kept: Vec<String> = engine.recent.lock().unwrap().iter().cloned().collect();
+        let kept: Vec<String> = engine.recent.locked().iter().cloned().collect();
         let mut expected = names(5..20);
         expected.push("/f4".into());
         assert_eq!(kept, expected);
@@ -620,7 +611,7 @@ mod tests {
         for _ in 0..engine.helpers.threads {
             let wait = wait.clone();
             engine.helpers.submit(Box::new(move || {
-                let _ = wait.lock().unwrap().recv();
+                let _ = wait.locked().recv();
             }));
         }
         let evaluated = engine

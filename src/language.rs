@@ -56,35 +56,62 @@ pub fn language_of(path: &Path) -> Option<&'static str> {
         return None;
     }
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "kt" | "kts" => "kotlin",
-        "java" => "java",
-        "py" | "pyi" => "python",
-        "ts" | "tsx" | "mts" | "cts" => "typescript",
-        "js" | "jsx" | "mjs" | "cjs" => "javascript",
-        "rs" => "rust",
-        "go" => "go",
-        "md" | "markdown" => "markdown",
-        "yaml" | "yml" => "yaml",
-        "json" => "json",
-        "toml" => "toml",
-        "sh" | "bash" | "zsh" => "shell",
-        "sql" => "sql",
-        "groovy" | "gradle" => "groovy",
-        "scala" | "sc" => "scala",
-        "c" | "h" => "c",
-        "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => "cpp",
-        "cs" => "csharp",
-        "rb" => "ruby",
-        "php" => "php",
-        "swift" => "swift",
-        "properties" => "properties",
-        "xml" => "xml",
-        "html" | "htm" => "html",
-        "css" => "css",
-        _ => return None,
-    })
+    EXTENSIONS
+        .iter()
+        .find(|(e, _)| *e == ext)
+        .map(|&(_, language)| language)
 }
+
+/// Every file name extension [`language_of`] knows (lower case) and its language, each
+/// language's extensions in a row, its usual one first.
+pub const EXTENSIONS: &[(&str, &str)] = &[
+    ("kt", "kotlin"),
+    ("kts", "kotlin"),
+    ("java", "java"),
+    ("py", "python"),
+    ("pyi", "python"),
+    ("ts", "typescript"),
+    ("tsx", "typescript"),
+    ("mts", "typescript"),
+    ("cts", "typescript"),
+    ("js", "javascript"),
+    ("jsx", "javascript"),
+    ("mjs", "javascript"),
+    ("cjs", "javascript"),
+    ("rs", "rust"),
+    ("go", "go"),
+    ("md", "markdown"),
+    ("markdown", "markdown"),
+    ("yaml", "yaml"),
+    ("yml", "yaml"),
+    ("json", "json"),
+    ("toml", "toml"),
+    ("sh", "shell"),
+    ("bash", "shell"),
+    ("zsh", "shell"),
+    ("sql", "sql"),
+    ("groovy", "groovy"),
+    ("gradle", "groovy"),
+    ("scala", "scala"),
+    ("sc", "scala"),
+    ("c", "c"),
+    ("h", "c"),
+    ("cc", "cpp"),
+    ("cpp", "cpp"),
+    ("cxx", "cpp"),
+    ("hpp", "cpp"),
+    ("hh", "cpp"),
+    ("hxx", "cpp"),
+    ("cs", "csharp"),
+    ("rb", "ruby"),
+    ("php", "php"),
+    ("swift", "swift"),
+    ("properties", "properties"),
+    ("xml", "xml"),
+    ("html", "html"),
+    ("htm", "html"),
+    ("css", "css"),
+];
 
 #[cfg(test)]
 mod tests {

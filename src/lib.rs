@@ -52,6 +52,7 @@
 //! - [`service`]: the systemd units and launchd agent `guidebook service install` writes.
 //! - [`time`]: RFC 3339 timestamps and dates without a date-time dependency.
 //! - [`parallel`]: work split over the cores, results in input order.
+//! - [`sync`]: the one lock-poison policy (a poisoned lock is recovered).
 //!
 //! The modules the binary, the integration tests and the benches use are `pub`; the rest are
 //! `pub(crate)`.
@@ -88,6 +89,7 @@ pub(crate) mod service;
 pub mod shell_writes;
 pub(crate) mod sources;
 pub(crate) mod store;
+pub(crate) mod sync;
 pub(crate) mod time;
 pub mod tokens;
 pub mod watched;

@@ -6,6 +6,7 @@
 //! gate waited on within a deadline (evaluations at once, this process's writer);
 //! [`wait_while`], a caller's bounded wait for such work (or a permit, or a first load).
 
+use crate::sync::Locked;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
@@ -102,7 +103,7 @@ impl Gate {
     }
 
     fn state(&self) -> MutexGuard<'_, GateState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     /// Takes a permit, waiting for one until `deadline`: whether it had to wait, or `None` if
@@ -204,7 +205,7 @@ impl Helpers {
                         let _ = registered.send(());
                         drop(registered);
                         loop {
-                            let job = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                            let job = match jobs.locked().recv() {
                                 Ok(job) => job,
                                 Err(mpsc::RecvError) => return,
                             };
@@ -288,6 +289,9 @@ mod placement {
     #[cfg(target_os = "linux")]
     use std::sync::Mutex;
 
+    #[cfg(target_os = "linux")]
+    use crate::sync::Locked;
+
     #[derive(Debug, Clone)]
     pub struct Placement(Arc<Inner>);
 
@@ -332,11 +336,7 @@ mod placement {
         pub fn register_this_thread(&self) {
             // SAFETY: gettid has no preconditions.
             let tid = unsafe { libc::gettid() };
-            self.0
-                .helpers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(tid);
+            self.0.helpers.locked().push(tid);
         }
 
         /// Lets the helpers run on every allowed core but the calling thread's, unless that
@@ -358,13 +358,7 @@ mod placement {
                 return;
             }
             let size = std::mem::size_of::<libc::cpu_set_t>();
-            for &tid in self
-                .0
-                .helpers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-            {
+            for &tid in self.0.helpers.locked().iter() {
                 // SAFETY: `set` is a valid set of `size` bytes. A failure (a core taken away
                 // from the process meanwhile) leaves the helper where the scheduler puts it.
                 unsafe { libc::sched_setaffinity(tid, size, &set) };

@@ -2,6 +2,7 @@
 //! `git remote get-url origin`, cached per repository root and refreshed when the repository's
 //! config file changes. Reads: `.git` entries, git config stamps; runs `git` once per root.
 
+use crate::sync::Locked;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -48,7 +49,7 @@ impl RepositoryResolver {
     /// its config file changed since the last look (one `stat` otherwise).
     pub fn identity_of_root(&self, repo: &RepositoryRoot) -> Option<String> {
         let stamp = stamp(&repo.config);
-        if let Some(hit) = self.cache.lock().unwrap().get(&repo.root) {
+        if let Some(hit) = self.cache.locked().get(&repo.root) {
             if hit.stamp == stamp {
                 return hit.identity.clone();
             }
@@ -57,7 +58,7 @@ impl RepositoryResolver {
         // it, which is cheaper than making every other repository wait.
         let identity = origin_url(&repo.root).and_then(|url| normalize_remote(&url));
         tracing::debug!(root = %repo.root.display(), identity = ?identity, "repository identity");
-        self.cache.lock().unwrap().insert(
+        self.cache.locked().insert(
             repo.root.clone(),
             CachedIdentity {
                 stamp,

@@ -5,6 +5,7 @@
 //! as a real `search` (repository identity, language scope, the snapshot's matching), and
 //! nothing is recorded. Reads: the repository's files, `git` for its identity.
 
+use crate::sync::Locked;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -112,7 +113,7 @@ pub fn scan(
                         evaluation.language,
                     ))
                     .cloned();
-                let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+                let mut found = found.locked();
                 if evaluation.skipped.is_some() {
                     found.skipped += 1;
                 } else {

@@ -4,6 +4,7 @@
 //! settings, `guidebook-hook --version`, the socket, the agents' hook settings, the guidebook,
 //! the database (a rolled-back write lock), the flags file.
 
+use crate::rpc::status::TeamStatus;
 use std::fmt;
 use std::io;
 use std::path::Path;
@@ -168,16 +169,8 @@ fn team_guidebooks(settings: &Settings) -> Vec<Check> {
         .team_guidebooks
         .iter()
         .map(|t| {
-            let read = crate::sources::team::TeamState::read(t);
-            let state = crate::rpc::status::TeamStatus {
-                age_seconds: read.age_seconds(),
-                name: t.name.clone(),
-                url: t.url.clone(),
-                git_ref: t.git_ref.clone(),
-                revision: read.revision,
-                fetched_at: read.fetched_at,
-                error: read.error,
-            };
+            // Built as `status` builds it: the same wire type, the same state file.
+            let state = TeamStatus::of(t);
             let line = super::status::team_line(&state);
             let stale = state
                 .age_seconds

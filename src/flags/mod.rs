@@ -11,6 +11,7 @@ pub mod file;
 pub mod rollout;
 pub mod write;
 
+use crate::sync::Locked;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -245,7 +246,7 @@ impl Flags {
         updated_by: &str,
     ) -> Result<FlagView, FlagsError> {
         let name = FlagName::parse(flag).map_err(FlagsError::InvalidName)?;
-        let _in_process = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        let _in_process = self.writing.locked();
         let _across_processes = write::lock(&self.path).map_err(|source| FlagsError::Io {
             doing: "locking",
             path: self.path.clone(),
@@ -302,7 +303,7 @@ impl Flags {
         if !Stamp::needs_reading(seen(&self.current.load()), Stamp::of_path(&self.path)) {
             return;
         }
-        let _guard = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = self.reloading.locked();
         // Another request may have reloaded while this one waited for the lock.
         let current = self.current.load_full();
         let now = Stamp::of_path(&self.path);

@@ -2,6 +2,7 @@
 //! replaces it when files change while keeping the last good version of every file that broke.
 //! Reads: the guidebook root. Writes: nothing on disk.
 
+use crate::sync::Locked;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -135,7 +136,7 @@ impl Guidebook {
     /// Serves `rules` as the repository at `root`'s own guidelines from now on (`None`: it has
     /// none any more), in a new snapshot.
     pub fn set_repository(&self, root: &Path, rules: Option<RepositoryGuidelines>) {
-        let mut state = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.files.locked();
         let before = state.repositories.len();
         match rules {
             Some(rules) => {
@@ -155,7 +156,7 @@ impl Guidebook {
 
     /// The canonical roots of the repositories whose rules are served.
     pub fn repositories(&self) -> Vec<PathBuf> {
-        let state = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let state = self.files.locked();
         state.repositories.keys().cloned().collect()
     }
 
@@ -172,7 +173,7 @@ impl Guidebook {
 
     /// Whether the first load is done (before it, [`Guidebook::snapshot`] is empty).
     pub fn is_loaded(&self) -> bool {
-        *self.loaded.0.lock().unwrap_or_else(|p| p.into_inner())
+        *self.loaded.0.locked()
     }
 
     /// The snapshot to serve one request from, once the first load is done: waits for it (a
@@ -180,7 +181,7 @@ impl Guidebook {
     /// `None` if the deadline passes first.
     pub fn loaded_snapshot(&self, deadline: Option<Instant>) -> Option<Arc<GuidelineSnapshot>> {
         let (lock, cvar) = &self.loaded;
-        let loaded = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let loaded = lock.locked();
         drop(crate::parallel::wait_while(cvar, loaded, deadline, |l| {
             !*l
         })?);
@@ -203,7 +204,7 @@ impl Guidebook {
     /// Like [`Guidebook::reload`], writing the parse cache (when the load parsed anything, or
     /// a write is still owed) as `write` says.
     pub fn reload_with(&self, write: CacheWrite) -> ReloadOutcome {
-        let mut state = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.files.locked();
         let outcome = self.reload_locked(&mut state);
         if state.cache_behind && write == CacheWrite::Now {
             self.write_cache_locked(&mut state);
@@ -407,7 +408,7 @@ impl Guidebook {
             "guidebook loaded"
         );
         self.current.store(Arc::new(snapshot));
-        let mut loaded = self.loaded.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut loaded = self.loaded.0.locked();
         if !*loaded {
             *loaded = true;
             self.loaded.1.notify_all();

@@ -3,6 +3,7 @@
 //! pass per file over every pattern's literals, candidates confirmed by regexes compiled on
 //! first need). Reads nothing; built by `reload`, shared through `arc-swap`.
 
+use crate::sync::Locked;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -423,7 +424,7 @@ impl GuidelineSnapshot {
         repository: Option<&str>,
         language: Option<&'static str>,
     ) -> Arc<Applicability> {
-        let lock = || self.applicable.lock().unwrap_or_else(|e| e.into_inner());
+        let lock = || self.applicable.locked();
         let home = home.filter(|h| self.homes.contains_key(*h));
         let key = (
             home.map(Path::to_path_buf),

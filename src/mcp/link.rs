@@ -7,6 +7,7 @@
 //! is what keeps it under a millisecond; the command shim pays a process start and a connect.
 //! Idle connections wait in a small pool, so concurrent tool calls each get their own.
 
+use crate::sync::Locked;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -99,11 +100,11 @@ impl Sidecar {
     }
 
     fn take_idle(&self) -> Option<UnixStream> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()
+        self.idle.locked().pop()
     }
 
     fn put_back(&self, stream: UnixStream) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let mut idle = self.idle.locked();
         if idle.len() < MAX_IDLE {
             idle.push(stream);
         }

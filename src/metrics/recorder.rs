@@ -7,6 +7,7 @@
 //! first observation of a batch (or a full batch, a flush, the drop), never once per hook. A
 //! wake-up per hook put a third thread on the two cores in every search's path.
 
+use crate::sync::Locked;
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -45,7 +46,7 @@ impl Shared {
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
         // A panic while holding the lock leaves a queue that is still whole.
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        self.queue.locked()
     }
 }
 

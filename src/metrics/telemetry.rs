@@ -1,6 +1,7 @@
 //! The live counters and latency histograms the Prometheus endpoint serves, kept in atomics so
 //! that counting never waits on a lock in a request's path, and their OpenMetrics text.
 
+use crate::sync::Locked;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -101,7 +102,7 @@ pub struct Telemetry {
 
 /// One more for `id` in `map`, up to [`ALLOWANCE_IDS`] distinct ids.
 fn count_by_id(map: &Mutex<BTreeMap<String, u64>>, id: &str) {
-    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    let mut map = map.locked();
     if let Some(n) = map.get_mut(id) {
         *n += 1;
     } else if map.len() < ALLOWANCE_IDS {
@@ -139,10 +140,7 @@ impl Telemetry {
     /// One adherence event of `session` (a search's files, a refusal): the per-guideline
     /// counters follow the session's presentations to their outcomes.
     pub fn adherence(&self, session: &str, event: &super::adherence::Event) {
-        self.adherence
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .feed(session, event);
+        self.adherence.locked().feed(session, event);
     }
 
     /// A breaker verdict by name (`continue`, `warning`, `halt`).
@@ -166,7 +164,7 @@ impl Telemetry {
             group.unwrap_or("none").to_owned(),
             if passed { "pass" } else { "fail" },
         );
-        let mut qc = self.qc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut qc = self.qc.locked();
         *qc.entry(key).or_default() += 1;
     }
 
@@ -225,12 +223,7 @@ impl Telemetry {
             "counter",
             "Matches a `guidebook:allow` comment let through in searched files, by guideline.",
         );
-        for (id, n) in self
-            .allowances
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
+        for (id, n) in self.allowances.locked().iter() {
             let _ = writeln!(out, "guidebook_allowances_total{{guideline=\"{id}\"}} {n}");
         }
         family(
@@ -239,12 +232,7 @@ impl Telemetry {
             "counter",
             "Edits checkEdit refused before they were written, by block guideline.",
         );
-        for (id, n) in self
-            .blocked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
+        for (id, n) in self.blocked.locked().iter() {
             let _ = writeln!(
                 out,
                 "guidebook_edits_blocked_total{{guideline=\"{id}\"}} {n}"
@@ -290,7 +278,7 @@ impl Telemetry {
             "counter",
             "QC results reported, by A/B group (none: not in the test) and result.",
         );
-        let qc = self.qc.lock().unwrap_or_else(|e| e.into_inner());
+        let qc = self.qc.locked();
         for ((group, result), n) in qc.iter() {
             let group = escape_label(group);
             let _ = writeln!(
@@ -315,8 +303,7 @@ impl Telemetry {
     fn render_adherence(&self, out: &mut String, family: &dyn Fn(&mut String, &str, &str, &str)) {
         let counts: Vec<(String, &str, u64)> = self
             .adherence
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .counts()
             .into_iter()
             .map(|(l, c, n)| (l.to_owned(), c, n))

@@ -3,6 +3,7 @@
 //! broke. The embedded `default` pack is served when the root has none. Reads: the prompts
 //! directory. Writes: nothing on disk.
 
+use crate::sync::Locked;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -94,7 +95,7 @@ impl PromptPacks {
     /// changed. A pack that no longer parses keeps its last good version in service and its
     /// error is reported. Returns whether it swapped.
     pub fn reload(&self) -> bool {
-        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.state.locked();
         let first = guard.is_none();
         let state = guard.get_or_insert_with(ReloadState::default);
         let mut other_errors = Vec::new();

@@ -2,6 +2,7 @@
 //! every file error (path, line, message) of guidelines and prompt packs, the team push's state.
 //! Reads: guideline snapshot, prompt packs, settings, the team push's state.
 
+use crate::sync::Locked;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Engine;
@@ -56,11 +57,7 @@ pub struct TeamMetricsStatus {
 impl TeamMetricsStatus {
     fn of(engine: &Engine) -> Option<TeamMetricsStatus> {
         let team = engine.settings.team_metrics.as_ref()?;
-        let s = engine
-            .team_push
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let s = engine.team_push.locked().clone();
         Some(TeamMetricsStatus {
             url: team.remote_write_url.clone(),
             last_push_at: s.last_push_at,

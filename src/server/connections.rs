@@ -15,6 +15,7 @@
 //! like an idle one (before any idle one), so that holding every connection in that state does
 //! not keep a new call out. Our clients send a request's body in the same write as its head.
 
+use crate::sync::Locked;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -80,7 +81,7 @@ impl Connections {
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
+        self.table.locked()
     }
 
     /// How many connections are open now.

@@ -13,6 +13,7 @@
 
 pub mod watch;
 
+use crate::sync::Locked;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -200,7 +201,7 @@ impl ShellWrites {
     /// named targets that exist count as changed, their written lines unknown.
     pub fn end(&self, end: End<'_>) -> Changes {
         let record = {
-            let mut records = self.records.lock().unwrap();
+            let mut records = self.records.locked();
             records
                 .iter()
                 .position(|r| r.session_id == end.session_id && r.call_id == end.call_id)
@@ -290,7 +291,7 @@ impl ShellWrites {
     }
 
     fn keep(&self, record: Record) {
-        let mut records = self.records.lock().unwrap();
+        let mut records = self.records.locked();
         let now = Instant::now();
         records.retain(|r| now.duration_since(r.began) < RECORD_TTL);
         // The same command begun again before its end: the newer begin stands.
@@ -310,7 +311,7 @@ impl ShellWrites {
         if let Some(found) = self.touch(&root) {
             return Some(found);
         }
-        let _arming = self.arming.lock().unwrap();
+        let _arming = self.arming.locked();
         if let Some(found) = self.touch(&root) {
             return Some(found);
         }
@@ -331,7 +332,7 @@ impl ShellWrites {
             took_ms = repo.arm_took.as_secs_f64() * 1000.0,
             "watching a repository for shell commands' writes"
         );
-        let mut repos = self.repos.lock().unwrap();
+        let mut repos = self.repos.locked();
         repos.push(repo.clone());
         if repos.len() > MAX_REPOS {
             repos.remove(0);
@@ -340,7 +341,7 @@ impl ShellWrites {
     }
 
     fn touch(&self, root: &Path) -> Option<Arc<RepoWatch>> {
-        let mut repos = self.repos.lock().unwrap();
+        let mut repos = self.repos.locked();
         let at = repos.iter().position(|r| r.root == root)?;
         let repo = repos.remove(at);
         repos.push(repo.clone());

@@ -14,6 +14,7 @@
 //! and the repository says it is incomplete), at most [`MAX_LOG`] logged events (the oldest go,
 //! and a window that began before them is incomplete).
 
+use crate::sync::Locked;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -173,7 +174,7 @@ impl RepoWatch {
 
     /// Whether a watcher runs for this repository.
     pub fn watching(&self) -> bool {
-        self.watcher.lock().unwrap().is_some()
+        self.watcher.locked().is_some()
     }
 
     /// Waits (at most [`SETTLE_WAIT`]) until every event of a write made before this call has
@@ -183,7 +184,7 @@ impl RepoWatch {
             return false;
         }
         let number = {
-            let mut log = self.state.log.lock().unwrap();
+            let mut log = self.state.log.locked();
             log.barrier_next += 1;
             log.barrier_next
         };
@@ -193,7 +194,7 @@ impl RepoWatch {
         }
         let _ = std::fs::remove_file(&path);
         let deadline = Instant::now() + SETTLE_WAIT;
-        let mut seen = self.state.barrier_seen.lock().unwrap();
+        let mut seen = self.state.barrier_seen.locked();
         while *seen < number {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -208,11 +209,11 @@ impl RepoWatch {
     /// Watches the directories created since the last call (and those below them), so that
     /// the next command's writes in them are seen too.
     pub fn adopt_new_dirs(&self) {
-        let new_dirs = std::mem::take(&mut self.state.log.lock().unwrap().new_dirs);
+        let new_dirs = std::mem::take(&mut self.state.log.locked().new_dirs);
         if new_dirs.is_empty() {
             return;
         }
-        let mut watcher = self.watcher.lock().unwrap();
+        let mut watcher = self.watcher.locked();
         let Some(w) = watcher.as_mut() else {
             return;
         };
@@ -251,7 +252,7 @@ impl RepoWatch {
             ..Seen::default()
         };
         {
-            let log = self.state.log.lock().unwrap();
+            let log = self.state.log.locked();
             if log.lost_until.is_some_and(|lost| lost >= since) {
                 seen.incomplete = true;
             }
@@ -334,12 +335,12 @@ fn record(
         Ok(event) => event,
         Err(e) => {
             tracing::debug!(error = %e, "file watcher error");
-            state.log.lock().unwrap().lost_until = Some(now);
+            state.log.locked().lost_until = Some(now);
             return;
         }
     };
     if event.need_rescan() {
-        state.log.lock().unwrap().lost_until = Some(now);
+        state.log.locked().lost_until = Some(now);
         return;
     }
     let counts = matches!(
@@ -352,7 +353,7 @@ fn record(
         return;
     }
     let is_dir = matches!(event.kind, EventKind::Create(CreateKind::Folder));
-    let mut log = state.log.lock().unwrap();
+    let mut log = state.log.locked();
     for path in event.paths {
         if path.parent() == Some(barrier_dir) {
             let number = path
@@ -361,7 +362,7 @@ fn record(
                 .and_then(|n| n.strip_prefix(barrier_prefix))
                 .and_then(|n| n.parse::<u64>().ok());
             if let Some(number) = number {
-                let mut seen = state.barrier_seen.lock().unwrap();
+                let mut seen = state.barrier_seen.locked();
                 *seen = (*seen).max(number);
                 state.barrier_moved.notify_all();
             }

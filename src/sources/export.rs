@@ -404,63 +404,12 @@ fn implied_by_extension(glob: &str, languages: &[&str]) -> bool {
         && crate::language::language_of(Path::new(name)).is_some_and(|l| languages.contains(&l))
 }
 
-/// File name extensions `language::language_of` knows, to find each language's.
-const EXTENSIONS: &[&str] = &[
-    "kt",
-    "kts",
-    "java",
-    "py",
-    "pyi",
-    "ts",
-    "tsx",
-    "mts",
-    "cts",
-    "js",
-    "jsx",
-    "mjs",
-    "cjs",
-    "rs",
-    "go",
-    "md",
-    "markdown",
-    "yaml",
-    "yml",
-    "json",
-    "toml",
-    "sh",
-    "bash",
-    "zsh",
-    "sql",
-    "groovy",
-    "gradle",
-    "scala",
-    "sc",
-    "c",
-    "h",
-    "cc",
-    "cpp",
-    "cxx",
-    "hpp",
-    "hh",
-    "hxx",
-    "cs",
-    "rb",
-    "php",
-    "swift",
-    "properties",
-    "xml",
-    "html",
-    "htm",
-    "css",
-    "dockerfile",
-];
-
 /// The glob of a language's files (`**/*.{kt,kts}`), as `language_of` tells them.
 pub(crate) fn language_glob(language: &str) -> Option<String> {
-    let exts: Vec<&str> = EXTENSIONS
+    let exts: Vec<&str> = crate::language::EXTENSIONS
         .iter()
-        .copied()
-        .filter(|e| crate::language::language_of(Path::new(&format!("x.{e}"))) == Some(language))
+        .filter(|(_, l)| *l == language)
+        .map(|&(e, _)| e)
         .collect();
     let by_ext = match exts.len() {
         0 => None,
@@ -624,12 +573,9 @@ mod tests {
             let sample = match *language {
                 "dockerfile" => "a/Dockerfile".to_string(),
                 _ => {
-                    let ext = EXTENSIONS
+                    let (ext, _) = crate::language::EXTENSIONS
                         .iter()
-                        .find(|e| {
-                            crate::language::language_of(Path::new(&format!("x.{e}")))
-                                == Some(language)
-                        })
+                        .find(|(_, l)| l == language)
                         .unwrap();
                     format!("a/b.{ext}")
                 }

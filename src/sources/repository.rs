@@ -7,6 +7,7 @@
 //! Never on a hook's path: the daemon loads every trusted repository in the background at start,
 //! when `trust.json` changes, and when a watched rule file changes.
 
+use crate::sync::Locked;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -435,5 +436,5 @@ pub fn load_repository(
 /// `mutex` locked; a panic while it was held does not make its state unusable here (every
 /// value kept is whole between statements).
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
+    mutex.locked()
 }

@@ -642,6 +642,7 @@ fn refresh_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::Locked;
     use std::process::{Command, Stdio};
     use std::sync::{Arc, Mutex};
 
@@ -1144,15 +1145,15 @@ mod tests {
         let refresher = spawn_refresher_every(
             vec![team.clone()],
             Some(Duration::from_millis(100)),
-            move |name| seen.lock().unwrap().push(name.to_string()),
+            move |name| seen.locked().push(name.to_string()),
         );
         let wait_for = |count: usize| {
             let started = Instant::now();
-            while updates.lock().unwrap().len() < count {
+            while updates.locked().len() < count {
                 assert!(
                     started.elapsed() < Duration::from_secs(20),
                     "{count} updates: {:?}",
-                    updates.lock().unwrap()
+                    updates.locked()
                 );
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -1162,10 +1163,10 @@ mod tests {
         assert!(guideline(&source, "one").contains("first"));
         // Several unchanged refreshes call nothing.
         std::thread::sleep(Duration::from_millis(400));
-        assert_eq!(updates.lock().unwrap().len(), 1);
+        assert_eq!(updates.locked().len(), 1);
         let tip = remote.push_guideline("one", "second", "main");
         wait_for(2);
-        assert_eq!(*updates.lock().unwrap(), ["acme", "acme"]);
+        assert_eq!(*updates.locked(), ["acme", "acme"]);
         assert_eq!(source.state().revision.as_deref(), Some(tip.as_str()));
 
         let started = Instant::now();
@@ -1184,11 +1185,10 @@ mod tests {
         let updates = Arc::new(Mutex::new(0usize));
         let seen = updates.clone();
         // The default interval (15 minutes): only the start and refresh_now refresh.
-        let refresher =
-            spawn_refresher(vec![remote.team(None)], move |_| *seen.lock().unwrap() += 1);
+        let refresher = spawn_refresher(vec![remote.team(None)], move |_| *seen.locked() += 1);
         let wait_for = |count: usize| {
             let started = Instant::now();
-            while *updates.lock().unwrap() < count {
+            while *updates.locked() < count {
                 assert!(started.elapsed() < Duration::from_secs(20));
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -1196,7 +1196,7 @@ mod tests {
         wait_for(1);
         remote.push_guideline("one", "second", "main");
         std::thread::sleep(Duration::from_millis(300));
-        assert_eq!(*updates.lock().unwrap(), 1, "not before its interval");
+        assert_eq!(*updates.locked(), 1, "not before its interval");
         refresher.refresh_now();
         wait_for(2);
         let started = Instant::now();

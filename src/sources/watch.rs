@@ -19,6 +19,7 @@
 //! a network file system), every watched key is also reported by a rare audit whose pace keeps
 //! its cost below [`AUDIT_SHARE`]'s share of one core.
 
+use crate::sync::Locked;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -241,7 +242,7 @@ impl Watch {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.state.locked()
     }
 }
 
@@ -449,7 +450,7 @@ fn run(weak: Weak<Inner>, rx: Receiver<Msg>, config: WatchConfig, on_change: Box
         let now = Instant::now();
         let polling = {
             let Some(inner) = weak.upgrade() else { return };
-            let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+            let state = inner.state.locked();
             state.keys.values().any(|e| e.polled)
         };
         let mut deadline = audit_due;
@@ -462,7 +463,7 @@ fn run(weak: Weak<Inner>, rx: Receiver<Msg>, config: WatchConfig, on_change: Box
         match rx.recv_timeout(deadline.saturating_duration_since(now)) {
             Ok(Msg::Event(event)) => {
                 let Some(inner) = weak.upgrade() else { return };
-                let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+                let state = inner.state.locked();
                 let concerns = match event {
                     Ok(event) if !event.need_rescan() => {
                         state.classify(&event, &mut changed, &mut rearm)
@@ -657,7 +658,7 @@ mod tests {
 
     impl Reports {
         fn all(&self) -> Vec<Vec<WatchKey>> {
-            self.0.lock().unwrap().clone()
+            self.0.locked().clone()
         }
 
         /// How many reports named `key`.
@@ -699,9 +700,7 @@ mod tests {
     fn started(config: WatchConfig) -> (Watch, Reports) {
         let reports = Reports::default();
         let sink = reports.clone();
-        let watch = Watch::start(config, move |_, keys| {
-            sink.0.lock().unwrap().push(keys.to_vec())
-        });
+        let watch = Watch::start(config, move |_, keys| sink.0.locked().push(keys.to_vec()));
         (watch, reports)
     }
 

@@ -709,3 +709,20 @@ fn the_import_reader_finds_circles_and_ignores_tests() {
     );
     assert!(!graph["store/c"].contains("a"), "a test module's import");
 }
+
+/// One lock-poison policy: a lock is taken through `sync::Locked::locked`, which recovers a
+/// poisoned one, never with `.lock().unwrap()` (one panic would make every later request panic).
+#[test]
+fn locks_are_taken_through_the_one_recovering_helper() {
+    let found: Vec<String> = repository_files(&["rs"])
+        .into_iter()
+        .map(|f| relative(&f))
+        .filter(|f| f.starts_with("src/") || f.starts_with("hook-shim/src/"))
+        .filter(|f| {
+            let text = std::fs::read_to_string(manifest_dir().join(f)).unwrap();
+            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+            code.contains(".lock().unwrap()") || code.contains(".lock().expect(")
+        })
+        .collect();
+    assert_eq!(found, Vec::<String>::new());
+}

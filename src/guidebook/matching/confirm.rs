@@ -3,6 +3,7 @@
 //! backward and forward from it (a pattern split where its literal starts); and the bounded
 //! caches that keep what was compiled. Reads and writes nothing.
 
+use crate::sync::Locked;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -113,14 +114,11 @@ impl SplitPattern {
         if !self.after.is_match(forward) {
             return Some(false);
         }
-        let taken = self.caches.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let taken = self.caches.locked().pop();
         let mut cache = taken.unwrap_or_else(|| self.before.create_cache());
         let backward = Input::new(content).range(..at).anchored(Anchored::Yes);
         let found = self.before.try_search_rev(&mut cache, &backward);
-        self.caches
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(cache);
+        self.caches.locked().push(cache);
         found.ok().map(|m| m.is_some())
     }
 }
@@ -254,7 +252,7 @@ impl<T> Bounded<T> {
     /// The value for `key`, made by `make` if it is not kept (outside the lock: another thread
     /// may make it too, which costs less than making every search wait behind one compile).
     pub(super) fn get(&self, key: u32, make: impl FnOnce() -> Option<T>) -> Option<Arc<T>> {
-        let lock = || self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let lock = || self.0.locked();
         if let Some(v) = lock().get(&key) {
             return Some(v.clone());
         }
@@ -272,7 +270,7 @@ impl<T> Bounded<T> {
 
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.0.locked().len()
     }
 }
 

@@ -339,6 +339,7 @@ impl PatternMatcher {
 mod tests {
     use super::super::confirm::CONFIRM_CACHE;
     use super::*;
+    use crate::sync::Locked;
 
     fn run(m: &PatternMatcher, text: &str, applicable: &[bool]) -> Vec<bool> {
         let mut hit = vec![false; applicable.len()];
@@ -517,7 +518,7 @@ mod tests {
             assert_eq!(run(&m, text, &all), expected, "{text:?}");
         }
         // Every group was confirmed without an automaton.
-        let kept = m.anchored.0.lock().unwrap();
+        let kept = m.anchored.0.locked();
         assert_eq!(kept.len(), 5);
         assert!(kept.values().all(|c| matches!(**c, GroupConfirm::Plain(_))));
     }

@@ -3,6 +3,7 @@
 //! with backoff never further apart than the interval, a configuration error (a 4xx other than
 //! 429, an unusable credential file) logged once and tried again only at the interval.
 
+use crate::sync::Locked;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -160,7 +161,7 @@ fn run(settings: TeamMetrics, store: TeamStore, status: Arc<Mutex<PushStatus>>) 
             .and_then(|p| {
                 let r = p.push(now_ms, all);
                 let sessions = p.sessions();
-                let mut s = lock(&status);
+                let mut s = status.locked();
                 (s.settled_sessions, s.pending_sessions) = sessions;
                 r
             });
@@ -173,7 +174,7 @@ fn run(settings: TeamMetrics, store: TeamStore, status: Arc<Mutex<PushStatus>>) 
                     tracing::info!(url = %settings.remote_write_url, "team metrics push recovered");
                 }
                 retry = None;
-                let mut s = lock(&status);
+                let mut s = status.locked();
                 s.series = pushed.series;
                 if pushed.status != 0 {
                     s.sent = pushed.sent;
@@ -195,7 +196,7 @@ fn run(settings: TeamMetrics, store: TeamStore, status: Arc<Mutex<PushStatus>>) 
                     logged = Some(message.clone());
                 }
                 {
-                    let mut s = lock(&status);
+                    let mut s = status.locked();
                     s.last_error = Some(message);
                     s.configuration_error = configuration;
                 }
@@ -211,10 +212,4 @@ fn run(settings: TeamMetrics, store: TeamStore, status: Arc<Mutex<PushStatus>>) 
         };
         std::thread::sleep(wait);
     }
-}
-
-fn lock(status: &Mutex<PushStatus>) -> std::sync::MutexGuard<'_, PushStatus> {
-    status
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
