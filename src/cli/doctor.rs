@@ -4,6 +4,7 @@
 //! settings, `guidebook-hook --version`, the socket, the agents' hook settings, the guidebook,
 //! the database (a rolled-back write lock), the flags file.
 
+use crate::cli::hooks::HostHooks;
 use crate::rpc::status::TeamStatus;
 use std::fmt;
 use std::io;
@@ -91,8 +92,8 @@ pub fn run(settings: Result<Settings, ConfigError>) -> ExitCode {
         Ok(settings) => {
             checks.push(sidecar(&settings));
             checks.push(agent_hooks(Host::Codex, "codex hooks"));
-            checks.push(agent_hooks(Host::Claude, "claude hooks"));
-            checks.push(agent_hooks(Host::Gemini, "gemini hooks"));
+            checks.push(agent_hooks(Host::ClaudeCode, "claude hooks"));
+            checks.push(agent_hooks(Host::GeminiCli, "gemini hooks"));
             checks.extend(copilot_and_opencode());
             checks.push(hook_budget(
                 std::env::var("ADAPTIVE_GUIDEBOOK_HOOK_TIMEOUT_MS").ok(),
@@ -509,8 +510,8 @@ fn copilot_and_opencode() -> Vec<Check> {
     let used = |file: &Path, levels: usize| {
         file.exists() || file.ancestors().nth(levels).is_some_and(Path::is_dir)
     };
-    if hooks::config_file(Host::Copilot, None).is_ok_and(|f| used(&f, 2)) {
-        checks.push(agent_hooks(Host::Copilot, "copilot hooks"));
+    if hooks::config_file(Host::CopilotCli, None).is_ok_and(|f| used(&f, 2)) {
+        checks.push(agent_hooks(Host::CopilotCli, "copilot hooks"));
     }
     if let Some(plugin) = hooks::config_file(Host::OpenCode, None)
         .ok()

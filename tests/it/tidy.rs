@@ -720,7 +720,10 @@ fn locks_are_taken_through_the_one_recovering_helper() {
         .filter(|f| f.starts_with("src/") || f.starts_with("hook-shim/src/"))
         .filter(|f| {
             let text = std::fs::read_to_string(manifest_dir().join(f)).unwrap();
-            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+            let code = text
+                .split("#[cfg(test)]\nmod tests")
+                .next()
+                .unwrap_or_default();
             code.contains(".lock().unwrap()") || code.contains(".lock().expect(")
         })
         .collect();

@@ -24,6 +24,7 @@
 //! A test checks these against what the real Codex reports (`codex app-server`, `hooks/list`).
 //! Pure: text in, text out.
 
+use crate::cli::hooks::HostHooks;
 use std::path::Path;
 
 use serde_json::{json, Value};

@@ -12,6 +12,7 @@
 //! Gemini CLI reads its settings as JSON with comments; comments outside `hooks` are kept, and
 //! a file with a comment inside a `hooks` that must change is refused rather than stripped.
 
+use crate::cli::hooks::HostHooks;
 use serde::ser::Serializer;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -59,16 +60,6 @@ pub enum Dialect {
     Json,
     /// JSON with `//` and `/* */` comments (Gemini CLI's `strip-json-comments`).
     Jsonc,
-}
-
-impl Host {
-    /// How this host reads its hooks settings.
-    pub fn dialect(self) -> Dialect {
-        match self {
-            Host::Gemini => Dialect::Jsonc,
-            Host::Codex | Host::Claude | Host::Copilot | Host::OpenCode => Dialect::Json,
-        }
-    }
 }
 
 /// Where this run put one of our handlers, and exactly what it wrote there: the group's
@@ -686,7 +677,8 @@ mod tests {
   "PostToolUse": [{"matcher": "Edit|Write|MultiEdit|Bash", "hooks": [{"type": "command", "command": "guidebook-hook"}], "x": 1}],
   "PostToolUseFailure": [{"hooks": [{"type": "command", "command": "guidebook-hook"}]}]
 }}"#;
-        let installed = install_placed(text, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
+        let installed =
+            install_placed(text, Host::ClaudeCode, &Wiring::Command(CMD.into())).unwrap();
         let value: Value = serde_json::from_str(&installed.text).unwrap();
         let hooks = &value["hooks"];
         // A matcher the user narrowed ours to stays, with their extra key.
@@ -698,11 +690,11 @@ mod tests {
             [KeptMatcher {
                 event: "PreToolUse",
                 theirs: "Write".into(),
-                ours: Host::Claude.events()[0].1.unwrap(),
+                ours: Host::ClaudeCode.events()[0].1.unwrap(),
             }]
         );
         // A matcher we wrote ourselves at some release is brought up to date; keys stay.
-        let post_matcher = Host::Claude.events()[1].1.unwrap();
+        let post_matcher = Host::ClaudeCode.events()[1].1.unwrap();
         assert_eq!(hooks["PostToolUse"][0]["matcher"], post_matcher);
         assert_eq!(hooks["PostToolUse"][0]["x"], 1);
         // No matcher: ours, first.
@@ -726,7 +718,12 @@ mod tests {
         assert_eq!((last.event, last.group), ("PreSkillShellCommand", 0));
         // Again: nothing changes.
         assert_eq!(
-            install(&installed.text, Host::Claude, &Wiring::Command(CMD.into())).unwrap(),
+            install(
+                &installed.text,
+                Host::ClaudeCode,
+                &Wiring::Command(CMD.into())
+            )
+            .unwrap(),
             installed.text
         );
     }
@@ -755,7 +752,7 @@ mod tests {
         for err in [
             install(text, Host::Codex, &Wiring::Command(CMD.into())).unwrap_err(),
             uninstall(text).unwrap_err(),
-            installed(text, Host::Claude).unwrap_err(),
+            installed(text, Host::ClaudeCode).unwrap_err(),
             install_mcp_server(text, "/g", &[]).unwrap_err(),
         ] {
             assert!(
@@ -799,7 +796,7 @@ mod tests {
     #[test]
     fn gemini_settings_keep_their_comments() {
         let wiring = Wiring::Command(CMD.into());
-        let out = install(GEMINI_WITH_COMMENTS, Host::Gemini, &wiring).unwrap();
+        let out = install(GEMINI_WITH_COMMENTS, Host::GeminiCli, &wiring).unwrap();
         for comment in [
             "// Gemini CLI settings, mine\n",
             "/* the theme */",
@@ -822,7 +819,7 @@ mod tests {
             "{out}"
         );
         assert_eq!(
-            install(&out, Host::Gemini, &wiring).unwrap(),
+            install(&out, Host::GeminiCli, &wiring).unwrap(),
             out,
             "idempotent"
         );
@@ -836,7 +833,7 @@ mod tests {
 
         // No `hooks` yet: ours is added after the last member, the comments stay.
         let bare = "{\n  // mine\n  \"theme\": \"GitHub\" /* end */\n}\n";
-        let out = install(bare, Host::Gemini, &wiring).unwrap();
+        let out = install(bare, Host::GeminiCli, &wiring).unwrap();
         assert!(
             out.starts_with("{\n  // mine\n  \"theme\": \"GitHub\",\n  \"hooks\": {\n"),
             "{out}"
@@ -848,7 +845,7 @@ mod tests {
     #[test]
     fn a_comment_inside_hooks_is_refused_not_dropped() {
         let text = "{\n  \"hooks\": {\n    // mine\n    \"AfterTool\": []\n  }\n}\n";
-        let err = install(text, Host::Gemini, &Wiring::Command(CMD.into())).unwrap_err();
+        let err = install(text, Host::GeminiCli, &Wiring::Command(CMD.into())).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -867,10 +864,10 @@ mod tests {
         // Nothing of ours to remove: nothing to refuse.
         assert_eq!(uninstall_from(text, Dialect::Jsonc).unwrap(), text);
         // Comments are Gemini CLI's only: Codex and Claude Code read plain JSON.
-        assert!(install("{// x\n}", Host::Claude, &Wiring::Command(CMD.into())).is_err());
+        assert!(install("{// x\n}", Host::ClaudeCode, &Wiring::Command(CMD.into())).is_err());
         // Gemini CLI refuses a trailing comma, and so do we.
         assert!(
-            install("{\"a\": 1,}", Host::Gemini, &Wiring::Command(CMD.into()))
+            install("{\"a\": 1,}", Host::GeminiCli, &Wiring::Command(CMD.into()))
                 .unwrap_err()
                 .to_string()
                 .contains("not valid JSON")
@@ -879,7 +876,12 @@ mod tests {
 
     #[test]
     fn an_empty_file_gets_our_entries_in_the_documented_order() {
-        let text = install("", Host::Claude, &Wiring::Command("guidebook-hook".into())).unwrap();
+        let text = install(
+            "",
+            Host::ClaudeCode,
+            &Wiring::Command("guidebook-hook".into()),
+        )
+        .unwrap();
         let expected = r#"{
   "hooks": {
     "PreToolUse": [
@@ -948,7 +950,7 @@ mod tests {
         assert_eq!(
             install(
                 &text,
-                Host::Claude,
+                Host::ClaudeCode,
                 &Wiring::Command("guidebook-hook".into())
             )
             .unwrap(),
@@ -959,7 +961,7 @@ mod tests {
     #[test]
     fn a_shared_group_keeps_the_users_handlers_and_loses_ours() {
         let text = r#"{"hooks":{"PostToolUse":[{"hooks":[{"type":"command","command":"lint --fix"},{"type":"command","command":"guidebook-hook"}],"matcher":"Edit"}]}}"#;
-        let out = install(text, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
+        let out = install(text, Host::ClaudeCode, &Wiring::Command(CMD.into())).unwrap();
         let value: Value = serde_json::from_str(&out).unwrap();
         let groups = value["hooks"]["PostToolUse"].as_array().unwrap();
         assert_eq!(groups.len(), 2, "{out}");
@@ -998,7 +1000,7 @@ mod tests {
     fn uninstall_removes_only_ours_and_leaves_an_untouched_file_alone() {
         let user = r#"{"model": "x", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]}}"#;
         assert_eq!(uninstall(user).unwrap(), user);
-        let installed = install(user, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
+        let installed = install(user, Host::ClaudeCode, &Wiring::Command(CMD.into())).unwrap();
         let removed = uninstall(&installed).unwrap();
         let value: Value = serde_json::from_str(&removed).unwrap();
         assert_eq!(value, serde_json::from_str::<Value>(user).unwrap());
@@ -1082,7 +1084,7 @@ mod tests {
     #[test]
     fn keeps_tab_indentation() {
         let text = "{\n\t\"model\": \"x\"\n}\n";
-        let out = install(text, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
+        let out = install(text, Host::ClaudeCode, &Wiring::Command(CMD.into())).unwrap();
         assert!(out.starts_with("{\n\t\"model\": \"x\",\n\t\"hooks\": {\n\t\t\"PreToolUse\""));
     }
 
@@ -1095,13 +1097,13 @@ mod tests {
             ["PreToolUse", "PostToolUse", "PostCompact", "SessionStart"]
         );
         assert_eq!(found[0].1, [CMD]);
-        assert!(installed("", Host::Claude).unwrap().is_empty());
+        assert!(installed("", Host::ClaudeCode).unwrap().is_empty());
     }
 
     #[test]
     fn mcp_wiring_swaps_with_the_command_wiring_and_keeps_the_users_handlers() {
         let user = r#"{"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint"}, {"type": "mcp_tool", "server": "other", "tool": "t"}]}]}}"#;
-        let mcp = install(user, Host::Claude, &Wiring::Mcp).unwrap();
+        let mcp = install(user, Host::ClaudeCode, &Wiring::Mcp).unwrap();
         let value: Value = serde_json::from_str(&mcp).unwrap();
         let post = value["hooks"]["PostToolUse"].as_array().unwrap();
         assert_eq!(post.len(), 3, "{mcp}");
@@ -1111,12 +1113,12 @@ mod tests {
             serde_json::json!({"file_path": "${tool_input.file_path}"})
         );
         assert_eq!(post[2]["matcher"], "Bash");
-        assert_eq!(install(&mcp, Host::Claude, &Wiring::Mcp).unwrap(), mcp);
-        let command = install(&mcp, Host::Claude, &Wiring::Command(CMD.into())).unwrap();
+        assert_eq!(install(&mcp, Host::ClaudeCode, &Wiring::Mcp).unwrap(), mcp);
+        let command = install(&mcp, Host::ClaudeCode, &Wiring::Command(CMD.into())).unwrap();
         assert!(!command.contains("\"guidebook\""), "{command}");
-        assert_eq!(installed(&command, Host::Claude).unwrap().len(), 5);
+        assert_eq!(installed(&command, Host::ClaudeCode).unwrap().len(), 5);
         assert_eq!(
-            installed(&mcp, Host::Claude).unwrap()[1].1,
+            installed(&mcp, Host::ClaudeCode).unwrap()[1].1,
             ["mcp_tool guidebook/hook", "mcp_tool guidebook/hook"]
         );
         // Uninstall removes both wirings and leaves the user's handlers as written.

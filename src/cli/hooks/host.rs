@@ -17,27 +17,30 @@ use serde_json::Value;
 /// The program name that marks a handler as ours.
 pub const HOOK_PROGRAM: &str = "guidebook-hook";
 
-/// An agent host whose hooks we configure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Host {
-    Codex,
-    Claude,
-    /// Gemini CLI: `BeforeTool` / `AfterTool` on its own tool names; command hooks only.
-    Gemini,
-    /// GitHub Copilot CLI: `preToolUse` / `postToolUse` (camelCase) in a hooks file of its own;
-    /// command hooks only.
-    Copilot,
-    /// OpenCode: no hook settings, a plugin of ours (`opencode`) that runs the command.
-    OpenCode,
+/// An agent host whose hooks we configure: the shim's [`Host`], one enum for both.
+pub use guidebook_hook::event::Host;
+
+/// What `hooks install` knows of each host: its name, hook timeout unit, flag, events and
+/// `mcp_tool` groups.
+pub(crate) trait HostHooks: Sized {
+    fn name(self) -> &'static str;
+    fn hook_timeout(self) -> u32;
+    fn flag(self) -> &'static str;
+    fn events(self) -> &'static [(&'static str, Option<&'static str>)];
+    fn mcp_groups(self) -> &'static [(&'static str, &'static [GroupSpec])];
+    /// Our groups for each event under `wiring`.
+    fn groups(self, wiring: &Wiring) -> Vec<(&'static str, Vec<Group>)>;
+    /// How this host reads its hooks settings.
+    fn dialect(self) -> super::edit::Dialect;
 }
 
-impl Host {
-    pub fn name(self) -> &'static str {
+impl HostHooks for Host {
+    fn name(self) -> &'static str {
         match self {
             Host::Codex => "Codex",
-            Host::Claude => "Claude Code",
-            Host::Gemini => "Gemini CLI",
-            Host::Copilot => "GitHub Copilot CLI",
+            Host::ClaudeCode => "Claude Code",
+            Host::GeminiCli => "Gemini CLI",
+            Host::CopilotCli => "GitHub Copilot CLI",
             Host::OpenCode => "OpenCode",
         }
     }
@@ -45,20 +48,20 @@ impl Host {
     /// How long the host waits for one hook, in the unit its settings use: seconds for Codex
     /// and Claude Code and Copilot CLI, milliseconds for Gemini CLI and our OpenCode plugin.
     /// The shim itself gives up after 2 s.
-    pub fn hook_timeout(self) -> u32 {
+    fn hook_timeout(self) -> u32 {
         match self {
-            Host::Codex | Host::Claude | Host::Copilot => TIMEOUT_SECONDS,
-            Host::Gemini | Host::OpenCode => TIMEOUT_SECONDS * 1000,
+            Host::Codex | Host::ClaudeCode | Host::CopilotCli => TIMEOUT_SECONDS,
+            Host::GeminiCli | Host::OpenCode => TIMEOUT_SECONDS * 1000,
         }
     }
 
     /// The flag of `guidebook hooks install` that selects this host.
-    pub fn flag(self) -> &'static str {
+    fn flag(self) -> &'static str {
         match self {
             Host::Codex => "--codex",
-            Host::Claude => "--claude",
-            Host::Gemini => "--gemini",
-            Host::Copilot => "--copilot",
+            Host::ClaudeCode => "--claude",
+            Host::GeminiCli => "--gemini",
+            Host::CopilotCli => "--copilot",
             Host::OpenCode => "--opencode",
         }
     }
@@ -66,7 +69,7 @@ impl Host {
     /// The events we hook, each with its matcher: file edits (and the checks the agent runs),
     /// and the moments a session forgets its context (compaction, `/clear`), after which
     /// guidelines are shown again.
-    pub fn events(self) -> &'static [(&'static str, Option<&'static str>)] {
+    fn events(self) -> &'static [(&'static str, Option<&'static str>)] {
         match self {
             // PreToolUse of the editing tools is where the circuit breaker denies an edit of
             // a halted session; PostToolUse of `Bash` is where it sees ruff and pyright runs.
@@ -78,7 +81,7 @@ impl Host {
             ],
             // A Bash command that exits non-zero (a failing ruff or pyright run) is a
             // `PostToolUseFailure` in Claude Code, not a `PostToolUse`: the breaker needs both.
-            Host::Claude => &[
+            Host::ClaudeCode => &[
                 // `Bash` too: the guard denies the agent's own commands that would lift its
                 // guardrails (docs/security.md).
                 ("PreToolUse", Some("Edit|Write|MultiEdit|Bash")),
@@ -94,7 +97,7 @@ impl Host {
             // matcher: `clear` resets, the other sources say nothing) follows `/clear`.
             // `PreCompress` is not hooked: Gemini CLI 0.61 fires it before every model turn,
             // compression or not, and a reset there would repeat every guideline each turn.
-            Host::Gemini => &[
+            Host::GeminiCli => &[
                 (
                     "BeforeTool",
                     Some("^(write_file|replace|run_shell_command)$"),
@@ -110,7 +113,7 @@ impl Host {
             // for `gpt-5` models. A failing shell command is a `postToolUse` too, and its
             // `sessionStart` sources (`new`, `resume`, `startup`) never mean a reset; its
             // `preCompact` (`/compact`, or automatic) does.
-            Host::Copilot => &[
+            Host::CopilotCli => &[
                 ("preToolUse", Some("^(create|edit|apply_patch|bash)$")),
                 ("postToolUse", Some("^(create|edit|apply_patch|bash)$")),
                 ("preCompact", None),
@@ -122,7 +125,7 @@ impl Host {
 
     /// Our groups per event when the hooks are `mcp_tool` calls: the same events and tools as
     /// [`Host::events`], each group with its input template.
-    pub fn mcp_groups(self) -> &'static [(&'static str, &'static [GroupSpec])] {
+    fn mcp_groups(self) -> &'static [(&'static str, &'static [GroupSpec])] {
         match self {
             Host::Codex => &[
                 (
@@ -139,7 +142,7 @@ impl Host {
                     &[(Some("^(compact|clear)$"), SESSION_START)],
                 ),
             ],
-            Host::Claude => &[
+            Host::ClaudeCode => &[
                 (
                     "PreToolUse",
                     &[
@@ -159,12 +162,19 @@ impl Host {
                 ("PreSkillShellCommand", &[(None, CLAUDE_BASH_GATE)]),
             ],
             // Gemini CLI and Copilot CLI run command hooks only; OpenCode, a plugin.
-            Host::Gemini | Host::Copilot | Host::OpenCode => &[],
+            Host::GeminiCli | Host::CopilotCli | Host::OpenCode => &[],
         }
     }
 
-    /// Our groups for each event under `wiring`.
-    pub(super) fn groups(self, wiring: &Wiring) -> Vec<(&'static str, Vec<Group>)> {
+    fn dialect(self) -> super::edit::Dialect {
+        use super::edit::Dialect;
+        match self {
+            Host::GeminiCli => Dialect::Jsonc,
+            Host::Codex | Host::ClaudeCode | Host::CopilotCli | Host::OpenCode => Dialect::Json,
+        }
+    }
+
+    fn groups(self, wiring: &Wiring) -> Vec<(&'static str, Vec<Group>)> {
         match wiring {
             Wiring::Command(command) => self
                 .events()
@@ -457,7 +467,7 @@ pub fn program(command: &str) -> &str {
 
 /// One of our groups, in the key order the README shows.
 #[derive(Debug, Serialize)]
-pub(super) struct Group {
+pub(crate) struct Group {
     #[serde(skip_serializing_if = "Option::is_none")]
     matcher: Option<&'static str>,
     hooks: [Handler; 1],

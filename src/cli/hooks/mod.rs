@@ -49,6 +49,7 @@ use edit::trust_copilot_folder;
 pub use edit::{install_mcp_server, installed};
 use edit::{install_placed, uninstall_from, Placed};
 use files::{FileError, Located, Scope, Snapshot};
+pub(crate) use host::HostHooks;
 pub use host::{program, Host, Wiring, HOOK_PROGRAM};
 pub use json_tree::EditError;
 
@@ -120,13 +121,13 @@ impl Target {
             hosts.push(Host::Codex);
         }
         if self.claude {
-            hosts.push(Host::Claude);
+            hosts.push(Host::ClaudeCode);
         }
         if self.gemini {
-            hosts.push(Host::Gemini);
+            hosts.push(Host::GeminiCli);
         }
         if self.copilot {
-            hosts.push(Host::Copilot);
+            hosts.push(Host::CopilotCli);
         }
         if self.opencode {
             hosts.push(Host::OpenCode);
@@ -157,7 +158,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
         return Err(UsageError::PrintOneFile.into());
     }
     if wiring == Some(Wiring::Mcp) {
-        for host in [Host::Gemini, Host::Copilot, Host::OpenCode] {
+        for host in [Host::GeminiCli, Host::CopilotCli, Host::OpenCode] {
             if hosts.contains(&host) {
                 return Err(UsageError::NoMcpHooks(host.name()).into());
             }
@@ -173,8 +174,8 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
     for host in hosts {
         let path = config_file(host, project.as_deref())?;
         let hooks = match host {
-            Host::Copilot | Host::OpenCode => plan.open_ours(host, &path, &scope)?,
-            Host::Codex | Host::Claude | Host::Gemini => plan.open(host, &path, &scope)?,
+            Host::CopilotCli | Host::OpenCode => plan.open_ours(host, &path, &scope)?,
+            Host::Codex | Host::ClaudeCode | Host::GeminiCli => plan.open(host, &path, &scope)?,
         };
         if host == Host::OpenCode {
             match &wiring {
@@ -210,7 +211,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
             plan.edit(hooks, "hooks removed from", |text| {
                 uninstall_from(text, host.dialect()).map(|t| (t, ()))
             })?;
-            if host == Host::Gemini {
+            if host == Host::GeminiCli {
                 let policy =
                     plan.open_ours(host, &gemini_policy_file(project.as_deref())?, &scope)?;
                 plan.edit(policy, "policy removed:", |text| {
@@ -232,7 +233,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
         let installed = plan.edit(hooks, "hooks installed in", |text| {
             install_placed(text, host, wiring).map(|i| (i.text.clone(), i))
         })?;
-        if host == Host::Gemini {
+        if host == Host::GeminiCli {
             let policy = plan.open_ours(host, &gemini_policy_file(project.as_deref())?, &scope)?;
             plan.edit(policy, "policy written to", |text| {
                 gemini_policy::install(text).map(|t| (t, ()))
@@ -267,7 +268,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
                     .to_string(),
             );
         }
-        if let (Host::Copilot, Some(dir)) = (host, &project) {
+        if let (Host::CopilotCli, Some(dir)) = (host, &project) {
             let folder = dir.display().to_string();
             if trust_asked {
                 let config = plan.open(host, &copilot_config_file()?, &Scope::User)?;
@@ -298,7 +299,7 @@ pub fn run(command: HooksCommand) -> Result<ExitCode, CliError> {
             plan.edit(server, "MCP server `guidebook` set in", |original| {
                 match host {
                     Host::Codex => install_codex_mcp_server(original, &command, &env, owner),
-                    Host::Claude | Host::Gemini | Host::Copilot | Host::OpenCode => {
+                    Host::ClaudeCode | Host::GeminiCli | Host::CopilotCli | Host::OpenCode => {
                         install_mcp_server(original, &command, &env)
                     }
                 }
@@ -541,7 +542,7 @@ impl Plan {
 /// hooks file, no hook left and no other key.
 fn nothing_of_ours_left(host: Host, text: &str) -> bool {
     match host {
-        Host::Copilot => serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| {
+        Host::CopilotCli => serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| {
             v.as_object().is_some_and(|top| {
                 top.iter().all(|(key, value)| match key.as_str() {
                     "hooks" => value.as_object().is_some_and(|h| h.is_empty()),
@@ -550,7 +551,7 @@ fn nothing_of_ours_left(host: Host, text: &str) -> bool {
                 })
             })
         }),
-        Host::Codex | Host::Claude | Host::Gemini | Host::OpenCode => text.is_empty(),
+        Host::Codex | Host::ClaudeCode | Host::GeminiCli | Host::OpenCode => text.is_empty(),
     }
 }
 
@@ -571,10 +572,10 @@ fn shown(paths: &[PathBuf]) -> String {
 pub fn mcp_server_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliError> {
     match (host, project) {
         (Host::Codex, _) => Ok(config_file(host, project)?.with_file_name("config.toml")),
-        (Host::Claude | Host::Gemini | Host::Copilot | Host::OpenCode, Some(project)) => {
+        (Host::ClaudeCode | Host::GeminiCli | Host::CopilotCli | Host::OpenCode, Some(project)) => {
             Ok(project.join(".mcp.json"))
         }
-        (Host::Claude | Host::Gemini | Host::Copilot | Host::OpenCode, None) => {
+        (Host::ClaudeCode | Host::GeminiCli | Host::CopilotCli | Host::OpenCode, None) => {
             if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
                 return Ok(PathBuf::from(dir).join(".claude.json"));
             }
@@ -611,11 +612,11 @@ fn mcp_server_command() -> Result<String, CliError> {
 pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliError> {
     let (dir_name, file_name, env_dir) = match host {
         Host::Codex => (".codex", "hooks.json", "CODEX_HOME"),
-        Host::Claude => (".claude", "settings.json", "CLAUDE_CONFIG_DIR"),
-        Host::Gemini => (".gemini", "settings.json", ""),
+        Host::ClaudeCode => (".claude", "settings.json", "CLAUDE_CONFIG_DIR"),
+        Host::GeminiCli => (".gemini", "settings.json", ""),
         // Copilot CLI reads every `*.json` in `hooks/` of its home (`$COPILOT_HOME`, else
         // `~/.copilot`), and a repository's `.github/hooks/`: one file there is ours.
-        Host::Copilot => match project {
+        Host::CopilotCli => match project {
             Some(project) => return Ok(project.join(".github/hooks").join(COPILOT_HOOKS_FILE)),
             None => (".copilot", "hooks/guidebook.json", "COPILOT_HOME"),
         },
@@ -641,7 +642,7 @@ pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliErr
         return Ok(project.join(dir_name).join(file_name));
     }
     // Gemini CLI's variable names the home its `.gemini` lives in, not the directory itself.
-    if host == Host::Gemini {
+    if host == Host::GeminiCli {
         if let Some(home) = std::env::var_os("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
             return Ok(PathBuf::from(home).join(dir_name).join(file_name));
         }
@@ -667,7 +668,7 @@ pub fn config_file(host: Host, project: Option<&Path>) -> Result<PathBuf, CliErr
 /// Our Gemini CLI policy file: `policies/` beside the user's `settings.json`, or a project's
 /// `.gemini/policies/`.
 pub fn gemini_policy_file(project: Option<&Path>) -> Result<PathBuf, CliError> {
-    let settings = config_file(Host::Gemini, project)?;
+    let settings = config_file(Host::GeminiCli, project)?;
     let dir = settings.parent().unwrap_or(Path::new("."));
     Ok(dir.join("policies").join(gemini_policy::FILE_NAME))
 }
@@ -675,7 +676,7 @@ pub fn gemini_policy_file(project: Option<&Path>) -> Result<PathBuf, CliError> {
 /// Copilot CLI's own `config.json` (`$COPILOT_HOME/config.json`, else `~/.copilot/config.json`),
 /// where it keeps the folders it trusts.
 pub fn copilot_config_file() -> Result<PathBuf, CliError> {
-    let hooks = config_file(Host::Copilot, None)?;
+    let hooks = config_file(Host::CopilotCli, None)?;
     let home = hooks
         .parent()
         .and_then(Path::parent)

@@ -42,8 +42,8 @@ pub fn installed(host: Host) -> Result<Option<Installed>, RecordError> {
         return Ok(None);
     };
     match host {
-        Host::Claude => claude(agent_dir, &settings),
-        Host::Gemini => gemini(agent_dir),
+        Host::ClaudeCode => claude(agent_dir, &settings),
+        Host::GeminiCli => gemini(agent_dir),
         _ => Ok(None),
     }
 }
