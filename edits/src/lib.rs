@@ -9,12 +9,14 @@
 //! - [`place`]: Codex's chunk placement: a patch applied as Codex applies it, and its chunks
 //!   located in the file it left.
 //! - [`paths`]: lexical resolution of relative paths against a directory.
+//! - [`shell`]: the one shell lexer (words, redirections, command ends).
 
 pub mod diff;
 pub mod lines;
 pub mod patch;
 pub mod paths;
 pub mod place;
+pub mod shell;
 pub mod unified;
 
 pub use lines::LineRanges;

@@ -117,7 +117,7 @@ pub fn check_run_of(event: &HookEvent) -> Option<Vec<Diagnostic>> {
             continue;
         };
         recognised = true;
-        let dir = match invocation.dir {
+        let dir = match invocation.dir.as_deref() {
             Some(dir) => resolve_dir(base.as_deref(), dir),
             None => base.clone(),
         };

@@ -31,27 +31,30 @@ pub struct Diagnostic {
 /// A checker the command runs, and the directory of the latest `cd DIR` before it on its line,
 /// as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invocation<'a> {
+pub struct Invocation {
     pub tool: &'static str,
-    pub dir: Option<&'a str>,
+    pub dir: Option<String>,
 }
 
 /// The checkers `command` runs, each once, in order of appearance: `ruff check` (also through
 /// `uv run`, `uvx`, `python -m`, a virtualenv's `bin/ruff`) and `pyright` or `basedpyright`
 /// (also through `npx`, `uv run`, ...). Wrappers that do not name the tool (`make lint`,
 /// `pre-commit run`) are not recognised: the output alone could come from `cat` or `git log`.
-pub fn invocations(command: &str) -> Vec<Invocation<'_>> {
-    let mut found: Vec<Invocation<'_>> = Vec::new();
+pub fn invocations(command: &str) -> Vec<Invocation> {
+    let mut found: Vec<Invocation> = Vec::new();
     for line in command.lines() {
         let words = words(line);
-        for (i, &(_, word)) in words.iter().enumerate() {
+        for (i, word) in words.iter().enumerate() {
+            let Some(word) = word.as_deref() else {
+                continue;
+            };
             let name = word.rsplit('/').next().unwrap_or(word);
             let tool = if is_named(name, "ruff") {
                 // `ruff format`, `ruff server` and friends print no diagnostics.
                 let checks = words[i + 1..]
                     .iter()
-                    .take_while(|(_, w)| !is_separator(w))
-                    .any(|&(_, w)| w == "check");
+                    .map_while(Option::as_deref)
+                    .any(|w| w == "check");
                 checks.then_some(RUFF)
             } else if is_named(name, "pyright") || is_named(name, "basedpyright") {
                 Some(PYRIGHT)
@@ -74,15 +77,12 @@ pub fn invocations(command: &str) -> Vec<Invocation<'_>> {
 /// The directory of the latest `cd DIR` among `words` (a command of its own: first, or after a
 /// separator). The shell stays there for the commands after it: `cd api && ruff format . &&
 /// ruff check .` checks `api`.
-fn cd_before<'a>(words: &[(usize, &'a str)]) -> Option<&'a str> {
+fn cd_before(words: &[Option<String>]) -> Option<String> {
     let mut dir = None;
-    for (i, &(_, word)) in words.iter().enumerate() {
-        let command_position = i == 0 || is_separator(words[i - 1].1);
-        if word == "cd" && command_position {
-            dir = words
-                .get(i + 1)
-                .map(|&(_, d)| d)
-                .filter(|d| !is_separator(d));
+    for (i, word) in words.iter().enumerate() {
+        let command_position = i == 0 || words[i - 1].is_none();
+        if word.as_deref() == Some("cd") && command_position {
+            dir = words.get(i + 1).cloned().flatten();
         }
     }
     dir
@@ -94,58 +94,18 @@ fn is_named(name: &str, tool: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('@') || rest.starts_with("=="))
 }
 
-fn is_separator(word: &str) -> bool {
-    matches!(word, "&&" | "||" | ";" | "|")
-}
-
-/// The words of one shell line with their byte offsets, outer quotes trimmed (whitespace inside
-/// quotes stays in the word); `&&`, `||`, `;` and `|` are words of their own. Good enough to
-/// find command names and `cd` targets, not a shell parser.
-fn words(line: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let bytes = line.as_bytes();
-    let mut start = None;
-    let mut quote = None;
-    let mut i = 0;
-    while i <= bytes.len() {
-        let c = bytes.get(i).copied();
-        if let (Some(q), Some(b)) = (quote, c) {
-            if b == q {
-                quote = None;
-            }
-            i += 1;
-            continue;
-        }
-        let boundary = match c {
-            None => true,
-            Some(b) => b.is_ascii_whitespace() || b";&|()".contains(&b),
-        };
-        if !boundary {
-            if matches!(c, Some(b'\'' | b'"')) {
-                quote = c;
-            }
-            start.get_or_insert(i);
-            i += 1;
-            continue;
-        }
-        if let Some(s) = start.take() {
-            let word = line[s..i].trim_matches(['\'', '"']);
-            if !word.is_empty() {
-                out.push((s, word));
-            }
-        }
-        match (c, bytes.get(i + 1)) {
-            (Some(b'&'), Some(b'&')) | (Some(b'|'), Some(b'|')) => {
-                out.push((i, &line[i..i + 2]));
-                i += 1;
-            }
-            (Some(b'|'), _) => out.push((i, "|")),
-            (Some(b';'), _) => out.push((i, ";")),
-            _ => {}
-        }
-        i += 1;
-    }
-    out
+/// The words of one shell line ([`edits::shell::lex`]), `None` for each end of a command
+/// (`&&`, `||`, `;`, `|`, …); redirections left out.
+fn words(line: &str) -> Vec<Option<String>> {
+    use edits::shell::Token;
+    edits::shell::lex(line)
+        .into_iter()
+        .filter_map(|token| match token {
+            Token::Word(word) => Some(Some(word)),
+            Token::Control => Some(None),
+            Token::Redirect(_) => None,
+        })
+        .collect()
 }
 
 /// ruff's diagnostics in `output`: its JSON (`--output-format json`), the concise format
@@ -602,7 +562,7 @@ mod tests {
         let tools = |command: &str| -> Vec<(&'static str, Option<String>)> {
             invocations(command)
                 .into_iter()
-                .map(|i| (i.tool, i.dir.map(str::to_owned)))
+                .map(|i| (i.tool, i.dir))
                 .collect()
         };
         assert_eq!(tools("ruff check ."), [(RUFF, None)]);

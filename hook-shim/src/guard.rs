@@ -14,6 +14,7 @@
 //! operating system's (another user, or the agent's sandbox denying the socket), as
 //! docs/security.md says.
 
+use edits::shell::words;
 use std::path::{Path, PathBuf};
 
 use crate::event::{EventName, HookEvent, ToolInput};
@@ -649,51 +650,6 @@ fn segments(text: &str) -> Vec<String> {
         .map(|s| s.trim_start_matches(['"', '\'']).to_owned())
         .filter(|s| !s.trim().is_empty())
         .collect()
-}
-
-/// The words of a simple command, with quotes and backslashes removed (as far as a shell would
-/// without expanding anything).
-fn words(segment: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = segment.chars();
-    let mut quote: Option<char> = None;
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some('"'), '\\') => {
-                if let Some(next) = chars.next() {
-                    word.push(next);
-                }
-            }
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, '\\') => {
-                if let Some(next) = chars.next() {
-                    word.push(next);
-                }
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    words
 }
 
 /// The program a simple command runs and its arguments, past variable assignments and the
