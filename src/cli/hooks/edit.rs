@@ -12,6 +12,7 @@
 //! Gemini CLI reads its settings as JSON with comments; comments outside `hooks` are kept, and
 //! a file with a comment inside a `hooks` that must change is refused rather than stripped.
 
+pub use super::host::Dialect;
 use crate::cli::hooks::HostHooks;
 use serde::ser::Serializer;
 use serde::Serialize;
@@ -53,14 +54,6 @@ impl Serialize for Ours {
 }
 
 type Edited<'a> = Node<'a, Ours>;
-
-/// How a host reads its JSON settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Json,
-    /// JSON with `//` and `/* */` comments (Gemini CLI's `strip-json-comments`).
-    Jsonc,
-}
 
 /// Where this run put one of our handlers, and exactly what it wrote there: the group's
 /// matcher as written and the handler as serialised. Codex's trust records are computed from

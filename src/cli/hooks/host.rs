@@ -17,6 +17,14 @@ use serde_json::Value;
 /// The program name that marks a handler as ours.
 pub const HOOK_PROGRAM: &str = "guidebook-hook";
 
+/// How a host reads its JSON settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Json,
+    /// JSON with `//` and `/* */` comments (Gemini CLI's `strip-json-comments`).
+    Jsonc,
+}
+
 /// An agent host whose hooks we configure: the shim's [`Host`], one enum for both.
 pub use guidebook_hook::event::Host;
 
@@ -31,7 +39,7 @@ pub(crate) trait HostHooks: Sized {
     /// Our groups for each event under `wiring`.
     fn groups(self, wiring: &Wiring) -> Vec<(&'static str, Vec<Group>)>;
     /// How this host reads its hooks settings.
-    fn dialect(self) -> super::edit::Dialect;
+    fn dialect(self) -> Dialect;
 }
 
 impl HostHooks for Host {
@@ -166,8 +174,7 @@ impl HostHooks for Host {
         }
     }
 
-    fn dialect(self) -> super::edit::Dialect {
-        use super::edit::Dialect;
+    fn dialect(self) -> Dialect {
         match self {
             Host::GeminiCli => Dialect::Jsonc,
             Host::Codex | Host::ClaudeCode | Host::CopilotCli | Host::OpenCode => Dialect::Json,
