@@ -143,7 +143,8 @@ pub enum Command {
     /// Install, remove or inspect the systemd user units / launchd agent that run the sidecar.
     #[command(subcommand)]
     Service(service::ServiceCommand),
-    /// Configure the hooks of Codex, Claude Code and Gemini CLI to run guidebook-hook.
+    /// Configure the hooks of Codex, Claude Code, Gemini CLI, GitHub Copilot CLI and OpenCode to run
+    /// guidebook-hook.
     Hooks {
         #[command(subcommand)]
         command: hooks::HooksCommand,
